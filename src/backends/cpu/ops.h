@@ -28,7 +28,7 @@ struct WeightView {
 // of one layer, stored in pages of `page_tokens` tokens. Page p holds tokens
 // [p * page_tokens, (p + 1) * page_tokens); a token's K row (n_kv_heads *
 // head_dim values) is at k_pages[p] + (t % page_tokens) * row_stride elements.
-enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
+enum class KvType : uint8_t { kF32 = 0, kF16 = 1 };
 struct KvView {
   KvType type = KvType::kF16;
   void* const* k_pages = nullptr;
