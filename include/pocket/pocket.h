@@ -1,0 +1,189 @@
+/*
+ * Pocket — on-device LLM inference. The stable C ABI.
+ *
+ * This header is the whole public face of the library: opaque handles,
+ * status codes, a per-thread last-error string, and a streaming callback.
+ * Swift, Kotlin/JNI and other FFIs bind to it; include/pocket/pocket.hpp is
+ * a header-only C++ wrapper over it.
+ *
+ * Errors: every fallible call returns a pocket_status. On anything but
+ * POCKET_OK, pocket_last_error() returns a message saying what is wrong and
+ * what to do; it stays valid until the next Pocket call on the same thread.
+ * The library never prints to stdout/stderr and never aborts on bad input;
+ * install a log callback to see its diagnostics.
+ *
+ * Threads: a pocket_model is immutable after loading and may be shared by
+ * any number of sessions on any threads. A pocket_session must be used by
+ * one thread at a time (different sessions may run concurrently). Free every
+ * session before its model.
+ *
+ * Structs with a `struct_size` member are versioned: call the matching
+ * *_init() function first, then change the fields you need; new fields are
+ * only ever appended.
+ */
+#ifndef POCKET_POCKET_H_
+#define POCKET_POCKET_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define POCKET_API_VERSION 1
+
+typedef enum pocket_status {
+  POCKET_OK = 0,
+  POCKET_INVALID_ARGUMENT = 1, /* the caller passed something wrong */
+  POCKET_NOT_FOUND = 2,        /* a file, tensor or key does not exist */
+  POCKET_IO_ERROR = 3,         /* the OS refused a read, write or map */
+  POCKET_CORRUPT_FILE = 4,     /* a file failed validation */
+  POCKET_UNSUPPORTED = 5,      /* valid, but this build cannot handle it */
+  POCKET_BUDGET_EXCEEDED = 6,  /* the memory budget would be exceeded */
+  POCKET_CANCELLED = 7,        /* the callback asked to stop */
+  POCKET_OUT_OF_RANGE = 8,     /* e.g. a prompt longer than the context */
+  POCKET_INTERNAL = 9          /* a bug in Pocket: please report it */
+} pocket_status;
+
+typedef enum pocket_stop_reason {
+  POCKET_STOP_EOS = 0,         /* the model produced a stop token */
+  POCKET_STOP_LENGTH = 1,      /* max_new_tokens reached */
+  POCKET_STOP_STRING = 2,      /* a stop string was produced */
+  POCKET_STOP_CANCELLED = 3    /* the callback returned non-zero */
+} pocket_stop_reason;
+
+typedef enum pocket_log_level {
+  POCKET_LOG_DEBUG = 0,
+  POCKET_LOG_INFO = 1,
+  POCKET_LOG_WARNING = 2,
+  POCKET_LOG_ERROR = 3
+} pocket_log_level;
+
+typedef struct pocket_model pocket_model;
+typedef struct pocket_session pocket_session;
+
+/* ---- library ---------------------------------------------------------- */
+
+/* "0.1.0" */
+const char* pocket_version(void);
+/* A short name for a status, e.g. "CorruptFile". */
+const char* pocket_status_name(pocket_status status);
+/* The message of the last failed call on this thread ("" if none). */
+const char* pocket_last_error(void);
+
+typedef void (*pocket_log_fn)(pocket_log_level level, const char* message, void* user_data);
+/* Routes library diagnostics to `fn` (NULL silences them). Thread-safe. */
+void pocket_set_log_callback(pocket_log_fn fn, void* user_data);
+
+/* ---- models ------------------------------------------------------------ */
+
+typedef struct pocket_model_options {
+  uint32_t struct_size;
+  int32_t threads;     /* worker threads; 0 = one per core */
+  const char* backend; /* "cpu" (default when NULL) */
+} pocket_model_options;
+void pocket_model_options_init(pocket_model_options* options);
+
+/* Maps and validates a .pocket file. *out is NULL on failure. */
+pocket_status pocket_model_load(const char* path, const pocket_model_options* options,
+                                pocket_model** out);
+void pocket_model_free(pocket_model* model);
+
+int32_t pocket_model_vocab_size(const pocket_model* model);
+int32_t pocket_model_context_length(const pocket_model* model);
+/* "qwen3", "qwen2", "llama" */
+const char* pocket_model_architecture(const pocket_model* model);
+
+/* Text to token ids (no BOS added). Writes up to `capacity` ids and sets
+ * *n_ids to the full count; POCKET_OUT_OF_RANGE when capacity is too small
+ * (call again with *n_ids). Invalid UTF-8 is POCKET_INVALID_ARGUMENT. */
+pocket_status pocket_tokenize(const pocket_model* model, const char* text, size_t text_len,
+                              int32_t* ids, size_t capacity, size_t* n_ids);
+/* Token ids to UTF-8 text, NUL-terminated; *text_len is the full length
+ * without the NUL; POCKET_OUT_OF_RANGE when capacity is too small. */
+pocket_status pocket_detokenize(const pocket_model* model, const int32_t* ids, size_t n_ids,
+                                char* text, size_t capacity, size_t* text_len);
+
+/* ---- sessions ----------------------------------------------------------- */
+
+typedef struct pocket_session_options {
+  uint32_t struct_size;
+  int32_t kv_type; /* 0 = f16 (default), 1 = f32 */
+} pocket_session_options;
+void pocket_session_options_init(pocket_session_options* options);
+
+pocket_status pocket_session_new(pocket_model* model, const pocket_session_options* options,
+                                 pocket_session** out);
+void pocket_session_free(pocket_session* session);
+/* Forgets the conversation (KV cache and position). */
+pocket_status pocket_session_reset(pocket_session* session);
+/* Tokens held in the session's KV cache. */
+int32_t pocket_session_position(const pocket_session* session);
+
+/* Teacher-forced evaluation: appends `tokens` to the session and, when
+ * `logits` is not NULL, writes the next-token logits of the last one
+ * (vocab_size floats). */
+pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens,
+                                  size_t n_tokens, float* logits);
+
+typedef struct pocket_sampling {
+  uint32_t struct_size;
+  float temperature;        /* 0 = greedy */
+  int32_t top_k;            /* 0 = off */
+  float top_p;              /* 1 = off */
+  float min_p;              /* 0 = off */
+  float repeat_penalty;     /* 1 = off */
+  int32_t repeat_last_n;    /* window for the penalties; -1 = all */
+  float frequency_penalty;  /* 0 = off */
+  float presence_penalty;   /* 0 = off */
+  uint64_t seed;
+  int32_t max_new_tokens;   /* <= 0: the model's default */
+  int32_t ignore_eos;       /* non-zero: do not stop on stop tokens */
+  const char* const* stop_strings;
+  size_t n_stop_strings;
+} pocket_sampling;
+/* Greedy decoding with the model's default length. */
+void pocket_sampling_init(pocket_sampling* sampling);
+
+/* Receives each piece of generated text (whole UTF-8 characters, not
+ * NUL-terminated) and the token that completed it. Return 0 to continue,
+ * non-zero to stop generation after this token (POCKET_CANCELLED). */
+typedef int (*pocket_text_fn)(const char* text, size_t len, int32_t token_id, void* user_data);
+
+typedef struct pocket_generation {
+  uint32_t struct_size;
+  int32_t n_prompt_tokens;    /* tokens prefilled by this call */
+  int32_t n_generated;        /* tokens generated */
+  pocket_stop_reason stop_reason;
+  double prefill_seconds;
+  double decode_seconds;
+} pocket_generation;
+void pocket_generation_init(pocket_generation* result);
+
+/* Continues the session with `prompt` (BOS is added at the start of a
+ * session when the model wants it) and generates. `callback` and `result`
+ * may be NULL. On failure the session keeps its previous state. */
+pocket_status pocket_generate(pocket_session* session, const char* prompt,
+                              const pocket_sampling* sampling, pocket_text_fn callback,
+                              void* user_data, pocket_generation* result);
+
+typedef struct pocket_message {
+  const char* role;    /* "system", "user" or "assistant" */
+  const char* content;
+} pocket_message;
+
+/* Renders the new messages with the model's chat template and generates the
+ * assistant's reply. Later calls on the same session pass only the new
+ * messages: earlier turns stay in the KV cache and are not recomputed.
+ * enable_thinking: Qwen3's thinking switch (0 renders the empty think block). */
+pocket_status pocket_chat(pocket_session* session, const pocket_message* messages,
+                          size_t n_messages, int enable_thinking,
+                          const pocket_sampling* sampling, pocket_text_fn callback,
+                          void* user_data, pocket_generation* result);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* POCKET_POCKET_H_ */

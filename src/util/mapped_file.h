@@ -1,0 +1,38 @@
+// A read-only memory mapping of a whole file (PROT_READ, MAP_PRIVATE). The
+// .pocket reader and the CPU backend read weights straight from it, so model
+// loading copies nothing. Unmapped when destroyed; not copyable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "util/status.h"
+
+namespace pocket {
+
+class MappedFile {
+ public:
+  // Errors (IoError / NotFound / InvalidArgument) name the path and the OS
+  // reason: a missing file, a directory, an empty file, a failed mmap.
+  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  ~MappedFile();
+
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile(std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
+
+  std::string path_;
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace pocket
