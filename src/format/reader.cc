@@ -29,7 +29,7 @@ Status Corrupt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 Status Corrupt(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  char buf[512];
+  char buf[1024];
   std::vsnprintf(buf, sizeof(buf), fmt, args);
   va_end(args);
   return Status(StatusCode::kCorruptFile, buf);

@@ -1,0 +1,332 @@
+// The C ABI of include/pocket/pocket.h over the runtime's C++ classes.
+// Everything crossing the boundary is checked here: null pointers, struct
+// sizes, enum values. Errors set the calling thread's last-error string.
+#include "pocket/pocket.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "util/log.h"
+#include "util/status.h"
+
+struct pocket_model {
+  std::unique_ptr<pocket::Model> model;
+};
+
+struct pocket_session {
+  std::unique_ptr<pocket::Session> session;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+pocket_status Fail(const pocket::Status& status) {
+  g_last_error = status.message();
+  return static_cast<pocket_status>(status.code());
+}
+
+pocket_status Fail(pocket_status code, const char* message) {
+  g_last_error = message;
+  return code;
+}
+
+pocket_status Ok() {
+  g_last_error.clear();
+  return POCKET_OK;
+}
+
+// A versioned struct is usable when the caller's copy holds at least the
+// fields of version 1 (older callers never pass smaller ones).
+template <typename T>
+bool SizeOk(const T* s, size_t v1_size) {
+  return s == nullptr || s->struct_size >= v1_size;
+}
+
+pocket_stop_reason StopReason(const std::string& stop) {
+  if (stop == "eos") return POCKET_STOP_EOS;
+  if (stop == "stop_string") return POCKET_STOP_STRING;
+  if (stop == "cancelled") return POCKET_STOP_CANCELLED;
+  return POCKET_STOP_LENGTH;
+}
+
+pocket_status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
+  pocket_sampling defaults;
+  pocket_sampling_init(&defaults);
+  if (s == nullptr) s = &defaults;
+  if (!SizeOk(s, sizeof(pocket_sampling))) {
+    return Fail(POCKET_INVALID_ARGUMENT,
+                "pocket_sampling.struct_size is too small: call pocket_sampling_init() first");
+  }
+  out->sampling.temperature = s->temperature;
+  out->sampling.top_k = s->top_k;
+  out->sampling.top_p = s->top_p;
+  out->sampling.min_p = s->min_p;
+  out->sampling.repeat_penalty = s->repeat_penalty;
+  out->sampling.repeat_last_n = s->repeat_last_n;
+  out->sampling.frequency_penalty = s->frequency_penalty;
+  out->sampling.presence_penalty = s->presence_penalty;
+  out->sampling.seed = s->seed;
+  out->max_new_tokens = s->max_new_tokens > 0 ? s->max_new_tokens : -1;
+  out->ignore_eos = s->ignore_eos != 0;
+  if (s->n_stop_strings > 0 && s->stop_strings == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "stop_strings is NULL but n_stop_strings > 0");
+  }
+  for (size_t i = 0; i < s->n_stop_strings; ++i) {
+    if (s->stop_strings[i] == nullptr || s->stop_strings[i][0] == '\0') {
+      return Fail(POCKET_INVALID_ARGUMENT, "stop_strings contains a NULL or empty string");
+    }
+    out->stop_strings.emplace_back(s->stop_strings[i]);
+  }
+  return POCKET_OK;
+}
+
+pocket::TextCallback WrapCallback(pocket_text_fn fn, void* user_data) {
+  return [fn, user_data](std::string_view piece, int32_t id) {
+    if (fn == nullptr) return true;
+    return fn(piece.data(), piece.size(), id, user_data) == 0;
+  };
+}
+
+void FillResult(const pocket::GenerateResult& r, pocket_generation* out) {
+  if (out == nullptr) return;
+  out->n_prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
+  out->n_generated = static_cast<int32_t>(r.ids.size());
+  out->stop_reason = StopReason(r.stop);
+  out->prefill_seconds = r.prefill_seconds;
+  out->decode_seconds = r.decode_seconds;
+}
+
+pocket_status Finish(const pocket::Status& status, const pocket::GenerateResult& r,
+                     pocket_generation* result) {
+  // A cancelled generation still produced text: report what happened.
+  if (status.ok() || status.code() == pocket::StatusCode::kCancelled) FillResult(r, result);
+  return status.ok() ? Ok() : Fail(status);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* pocket_version(void) { return "0.1.0"; }
+
+const char* pocket_status_name(pocket_status status) {
+  return pocket::StatusCodeName(static_cast<pocket::StatusCode>(status));
+}
+
+const char* pocket_last_error(void) { return g_last_error.c_str(); }
+
+void pocket_set_log_callback(pocket_log_fn fn, void* user_data) {
+  if (fn == nullptr) {
+    pocket::SetLogCallback(nullptr);
+    return;
+  }
+  pocket::SetLogCallback([fn, user_data](pocket::LogLevel level, const std::string& msg) {
+    fn(static_cast<pocket_log_level>(level), msg.c_str(), user_data);
+  });
+}
+
+void pocket_model_options_init(pocket_model_options* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+}
+
+pocket_status pocket_model_load(const char* path, const pocket_model_options* options,
+                                pocket_model** out) {
+  if (out == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_model_load: out is NULL");
+  *out = nullptr;
+  if (path == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_model_load: path is NULL");
+  if (!SizeOk(options, sizeof(pocket_model_options))) {
+    return Fail(POCKET_INVALID_ARGUMENT,
+                "pocket_model_options.struct_size is too small: call "
+                "pocket_model_options_init() first");
+  }
+  pocket::ModelOptions opts;
+  if (options != nullptr) {
+    if (options->threads < 0) {
+      return Fail(POCKET_INVALID_ARGUMENT, "pocket_model_options.threads must be >= 0");
+    }
+    opts.threads = options->threads;
+    if (options->backend != nullptr) opts.backend = options->backend;
+  }
+  auto model = pocket::Model::Load(path, opts);
+  if (!model.ok()) return Fail(model.status());
+  *out = new pocket_model{std::move(model).value()};
+  return Ok();
+}
+
+void pocket_model_free(pocket_model* model) { delete model; }
+
+int32_t pocket_model_vocab_size(const pocket_model* model) {
+  return model == nullptr ? 0 : model->model->config().vocab;
+}
+
+int32_t pocket_model_context_length(const pocket_model* model) {
+  return model == nullptr ? 0 : model->model->config().context;
+}
+
+const char* pocket_model_architecture(const pocket_model* model) {
+  return model == nullptr ? "" : model->model->config().architecture.c_str();
+}
+
+pocket_status pocket_tokenize(const pocket_model* model, const char* text, size_t text_len,
+                              int32_t* ids, size_t capacity, size_t* n_ids) {
+  if (model == nullptr || (text == nullptr && text_len > 0) || n_ids == nullptr ||
+      (ids == nullptr && capacity > 0)) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_tokenize: NULL model, text, ids or n_ids");
+  }
+  auto encoded = model->model->tokenizer().Encode(std::string_view(text, text_len));
+  if (!encoded.ok()) return Fail(encoded.status());
+  *n_ids = encoded->size();
+  if (encoded->size() > capacity) {
+    return Fail(POCKET_OUT_OF_RANGE,
+                "pocket_tokenize: ids buffer too small; *n_ids holds the size needed");
+  }
+  if (!encoded->empty()) std::memcpy(ids, encoded->data(), encoded->size() * sizeof(int32_t));
+  return Ok();
+}
+
+pocket_status pocket_detokenize(const pocket_model* model, const int32_t* ids, size_t n_ids,
+                                char* text, size_t capacity, size_t* text_len) {
+  if (model == nullptr || (ids == nullptr && n_ids > 0) || text_len == nullptr ||
+      (text == nullptr && capacity > 0)) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_detokenize: NULL model, ids, text or text_len");
+  }
+  const int32_t vocab = model->model->tokenizer().vocab_size();
+  for (size_t i = 0; i < n_ids; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab) {
+      return Fail(pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                                 "pocket_detokenize: id %d at index %zu is outside the "
+                                 "vocabulary [0, %d)",
+                                 ids[i], i, vocab));
+    }
+  }
+  const std::string s = model->model->tokenizer().Decode(std::vector<int32_t>(ids, ids + n_ids));
+  *text_len = s.size();
+  if (s.size() + 1 > capacity) {
+    return Fail(POCKET_OUT_OF_RANGE,
+                "pocket_detokenize: text buffer too small; *text_len + 1 bytes are needed");
+  }
+  std::memcpy(text, s.data(), s.size());
+  text[s.size()] = '\0';
+  return Ok();
+}
+
+void pocket_session_options_init(pocket_session_options* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+}
+
+pocket_status pocket_session_new(pocket_model* model, const pocket_session_options* options,
+                                 pocket_session** out) {
+  if (out == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_new: out is NULL");
+  *out = nullptr;
+  if (model == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_new: model is NULL");
+  if (!SizeOk(options, sizeof(pocket_session_options))) {
+    return Fail(POCKET_INVALID_ARGUMENT,
+                "pocket_session_options.struct_size is too small: call "
+                "pocket_session_options_init() first");
+  }
+  pocket::SessionOptions opts;
+  if (options != nullptr) {
+    if (options->kv_type == 0) {
+      opts.kv_type = pocket::cpu::KvType::kF16;
+    } else if (options->kv_type == 1) {
+      opts.kv_type = pocket::cpu::KvType::kF32;
+    } else {
+      return Fail(POCKET_INVALID_ARGUMENT,
+                  "pocket_session_options.kv_type must be 0 (f16) or 1 (f32)");
+    }
+  }
+  *out = new pocket_session{std::make_unique<pocket::Session>(model->model.get(), opts)};
+  return Ok();
+}
+
+void pocket_session_free(pocket_session* session) { delete session; }
+
+pocket_status pocket_session_reset(pocket_session* session) {
+  if (session == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_reset: NULL");
+  session->session->Reset();
+  return Ok();
+}
+
+int32_t pocket_session_position(const pocket_session* session) {
+  return session == nullptr ? 0 : static_cast<int32_t>(session->session->position());
+}
+
+pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens,
+                                  size_t n_tokens, float* logits) {
+  if (session == nullptr || (tokens == nullptr && n_tokens > 0)) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_eval: NULL session or tokens");
+  }
+  std::vector<float> out;
+  const pocket::Status s = session->session->Eval(std::vector<int32_t>(tokens, tokens + n_tokens),
+                                                  pocket::LogitsMode::kLast, &out);
+  if (!s.ok()) return Fail(s);
+  if (logits != nullptr) std::memcpy(logits, out.data(), out.size() * sizeof(float));
+  return Ok();
+}
+
+void pocket_sampling_init(pocket_sampling* sampling) {
+  if (sampling == nullptr) return;
+  std::memset(sampling, 0, sizeof(*sampling));
+  sampling->struct_size = sizeof(*sampling);
+  sampling->temperature = 0.0f;
+  sampling->top_p = 1.0f;
+  sampling->repeat_penalty = 1.0f;
+  sampling->repeat_last_n = 64;
+}
+
+void pocket_generation_init(pocket_generation* result) {
+  if (result == nullptr) return;
+  std::memset(result, 0, sizeof(*result));
+  result->struct_size = sizeof(*result);
+}
+
+pocket_status pocket_generate(pocket_session* session, const char* prompt,
+                              const pocket_sampling* sampling, pocket_text_fn callback,
+                              void* user_data, pocket_generation* result) {
+  if (session == nullptr || prompt == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_generate: NULL session or prompt");
+  }
+  pocket::GenerateOptions options;
+  if (pocket_status c = ToGenerateOptions(sampling, &options); c != POCKET_OK) return c;
+  pocket::GenerateResult r;
+  const pocket::Status s = pocket::Generate(session->session.get(), prompt, options,
+                                            WrapCallback(callback, user_data), &r);
+  return Finish(s, r, result);
+}
+
+pocket_status pocket_chat(pocket_session* session, const pocket_message* messages,
+                          size_t n_messages, int enable_thinking,
+                          const pocket_sampling* sampling, pocket_text_fn callback,
+                          void* user_data, pocket_generation* result) {
+  if (session == nullptr || messages == nullptr || n_messages == 0) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_chat: NULL session or no messages");
+  }
+  std::vector<pocket::ChatMessage> msgs;
+  for (size_t i = 0; i < n_messages; ++i) {
+    if (messages[i].role == nullptr || messages[i].content == nullptr) {
+      return Fail(pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                                 "pocket_chat: message %zu has a NULL role or content", i));
+    }
+    msgs.push_back({messages[i].role, messages[i].content});
+  }
+  pocket::GenerateOptions options;
+  if (pocket_status c = ToGenerateOptions(sampling, &options); c != POCKET_OK) return c;
+  pocket::ChatOptions chat;
+  chat.enable_thinking = enable_thinking != 0;
+  pocket::GenerateResult r;
+  const pocket::Status s = pocket::GenerateChat(session->session.get(), msgs, chat, options,
+                                                WrapCallback(callback, user_data), &r);
+  return Finish(s, r, result);
+}
+
+}  // extern "C"

@@ -1,0 +1,70 @@
+// The header-only C++ API (pocket.hpp) on the bundled stories260K model,
+// against llama2.c run.c's greedy output (tests/data/stories260K-golden.txt).
+#include "pocket/pocket.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+const char kModel[] = POCKET_TEST_MODELS "/stories260K-f32.pocket";
+const char kGoldenContinuation[] =
+    ", there was a little girl named Lily. She loved to play outside in the park. One day, "
+    "she saw a big, red ball. She wanted to play with it, but it was too high.\n";
+
+TEST(CppApi, LoadFailureCarriesMessage) {
+  pocket::Model model;
+  pocket::Status s = pocket::Model::Load("/no/such/file.pocket", {}, &model);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("/no/such/file.pocket"), std::string::npos);
+}
+
+TEST(CppApi, GreedyGenerationMatchesLlama2c) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok()) << pocket_last_error();
+  EXPECT_EQ(model.architecture(), "llama");
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(model.Tokenize("Once upon a time", &ids).ok());
+  EXPECT_EQ(ids, (std::vector<int32_t>{403, 407, 261, 378}));
+  std::string text;
+  ASSERT_TRUE(model.Detokenize(ids, &text).ok());
+  EXPECT_EQ(text, "Once upon a time");
+
+  pocket::Session session;
+  ASSERT_TRUE(model.NewSession({}, &session).ok());
+  pocket::Sampling sampling;
+  sampling.max_new_tokens = 60;
+  pocket::Generation gen;
+  std::string streamed;
+  pocket::Status s = session.Generate(
+      "Once upon a time", sampling,
+      [&](std::string_view piece, int32_t) {
+        streamed.append(piece);
+        return true;
+      },
+      &gen);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(gen.n_generated, 60);
+  EXPECT_EQ(streamed, gen.text);
+  const std::string golden = kGoldenContinuation;
+  ASSERT_GE(gen.text.size(), golden.size());
+  EXPECT_EQ(gen.text.substr(0, golden.size()), golden);
+}
+
+TEST(CppApi, StopStringEndsGenerationWithoutEmittingIt) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok());
+  pocket::Session session;
+  ASSERT_TRUE(model.NewSession({}, &session).ok());
+  pocket::Sampling sampling;
+  sampling.max_new_tokens = 100;
+  sampling.stops = {"Lily."};
+  pocket::Generation gen;
+  ASSERT_TRUE(session.Generate("Once upon a time", sampling, nullptr, &gen).ok());
+  EXPECT_EQ(gen.stop_reason, POCKET_STOP_STRING);
+  EXPECT_EQ(gen.text, ", there was a little girl named ");
+}
+
+}  // namespace
