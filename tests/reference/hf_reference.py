@@ -193,8 +193,12 @@ class HFReference:
             y = y + self.w[prefix + ".bias"]
         return y
 
-    def logits(self, input_ids):
-        """Teacher-forced logits [n, vocab] for ids at positions 0..n-1."""
+    def logits(self, input_ids, kv_dtype=None):
+        """Teacher-forced logits [n, vocab] for ids at positions 0..n-1.
+
+        kv_dtype (e.g. np.float16) rounds k (after RoPE) and v to that type,
+        modelling an engine's reduced-precision KV cache; only used to
+        diagnose a mismatch, never for the pass/fail reference."""
         c = self.cfg
         ids = np.asarray(input_ids, dtype=np.int64)
         n = len(ids)
@@ -216,6 +220,9 @@ class HFReference:
                 k = rms_norm(k, self.w[p + "self_attn.k_norm.weight"], c.eps)
             q = apply_rope(q, cos, sin)
             k = apply_rope(k, cos, sin)
+            if kv_dtype is not None:
+                k = k.astype(kv_dtype).astype(np.float64)
+                v = v.astype(kv_dtype).astype(np.float64)
             k = repeat_kv(k, H // KV)
             v = repeat_kv(v, H // KV)
             scores = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + mask[None]

@@ -1,0 +1,42 @@
+# The NumPy Hugging Face reference tests (docs/testing.md). Included from
+# tests/CMakeLists.txt, so CMAKE_CURRENT_SOURCE_DIR is tests/.
+#
+# They need a Python 3 with numpy. Debian's /usr/bin/python3 is preferred
+# (with python3-numpy) over whatever python3 comes first on PATH.
+if(NOT TARGET pocket_cli)
+  message(STATUS "reference_hf_logits: not registered (POCKET_BUILD_TOOLS is OFF)")
+  return()
+endif()
+
+if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+  set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python 3 for the reference tests")
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+
+set(_pocket_ref_problem "")
+if(NOT Python3_Interpreter_FOUND)
+  set(_pocket_ref_problem "no Python 3 interpreter found (apt-get install python3 python3-numpy)")
+else()
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy"
+                  RESULT_VARIABLE _pocket_numpy_rc OUTPUT_QUIET ERROR_QUIET)
+  if(NOT _pocket_numpy_rc EQUAL 0)
+    set(_pocket_ref_problem
+        "${Python3_EXECUTABLE} cannot import numpy (apt-get install python3-numpy, or pass -DPython3_EXECUTABLE=a python with numpy)")
+  endif()
+endif()
+
+if(_pocket_ref_problem STREQUAL "")
+  add_test(NAME reference_hf_logits
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reference/run_reference_tests.py
+                   $<TARGET_FILE:pocket_cli> ${CMAKE_BINARY_DIR}/reference-work)
+  set_tests_properties(reference_hf_logits PROPERTIES
+    TIMEOUT 1200 LABELS "reference"
+    ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+else()
+  # Never skip silently: the test exists and fails with the reason.
+  message(WARNING "reference_hf_logits will fail: ${_pocket_ref_problem}")
+  add_test(NAME reference_hf_logits
+           COMMAND ${CMAKE_COMMAND} -E echo "reference_hf_logits cannot run: ${_pocket_ref_problem}")
+  set_tests_properties(reference_hf_logits PROPERTIES
+    LABELS "reference" FAIL_REGULAR_EXPRESSION "cannot run")
+endif()
