@@ -44,8 +44,8 @@ void AppendQwen3Assistant(const ChatMessage& m, bool after_last_query, bool is_l
   if (content.find("</think>") != std::string_view::npos) {
     const std::string_view full = m.content;
     content = LstripChar(AfterLast(full, "</think>"), '\n');
-    reasoning = LstripChar(AfterLast(RstripChar(BeforeFirst(full, "</think>"), '\n'), "<think>"),
-                           '\n');
+    reasoning =
+        LstripChar(AfterLast(RstripChar(BeforeFirst(full, "</think>"), '\n'), "<think>"), '\n');
   }
   out->append("<|im_start|>assistant\n");
   if (after_last_query && (is_last || !reasoning.empty())) {
@@ -59,8 +59,7 @@ void AppendQwen3Assistant(const ChatMessage& m, bool after_last_query, bool is_l
 
 }  // namespace
 
-std::string RenderQwen3Chat(const std::vector<ChatMessage>& messages,
-                            const ChatOptions& options) {
+std::string RenderQwen3Chat(const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   std::string out;
   if (messages[0].role == "system") AppendImTurn("system", messages[0].content, &out);
   const size_t last_query = Qwen3LastQueryIndex(messages);
@@ -79,8 +78,7 @@ std::string RenderQwen3Chat(const std::vector<ChatMessage>& messages,
   return out;
 }
 
-std::string RenderChatMlChat(const std::vector<ChatMessage>& messages,
-                             const ChatOptions& options) {
+std::string RenderChatMlChat(const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   std::string out;
   for (const ChatMessage& m : messages) AppendImTurn(m.role, m.content, &out);
   if (options.add_generation_prompt) out.append("<|im_start|>assistant\n");
@@ -122,8 +120,7 @@ StatusOr<std::string> RenderLlama2Chat(const std::vector<ChatMessage>& messages)
   return out;
 }
 
-std::string RenderLlama3Chat(const std::vector<ChatMessage>& messages,
-                             const ChatOptions& options) {
+std::string RenderLlama3Chat(const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   std::string out = "<|begin_of_text|>";
   for (const ChatMessage& m : messages) {
     out.append("<|start_header_id|>").append(m.role).append("<|end_header_id|>\n\n");
