@@ -143,8 +143,7 @@ StatusOr<std::vector<uint8_t>> QuantizeTensor(const float* src, uint64_t rows, u
       uint8_t* scales = out.data() + n;
       for (uint64_t gi = 0; gi < n / kQ8Group; ++gi) {
         const float* w = src + gi * kQ8Group;
-        POCKET_RETURN_IF_ERROR(CheckF16Range(AbsMax(w, kQ8Group) / 127.0f,
-                                             gi * kQ8Group / cols,
+        POCKET_RETURN_IF_ERROR(CheckF16Range(AbsMax(w, kQ8Group) / 127.0f, gi * kQ8Group / cols,
                                              (gi * kQ8Group % cols) / kQ8Group, "scale"));
         StoreF16(scales + 2 * gi, QuantizeQ8Group(w, codes + gi * kQ8Group));
       }
@@ -171,8 +170,8 @@ StatusOr<std::vector<uint8_t>> QuantizeTensor(const float* src, uint64_t rows, u
   return out;
 }
 
-void DequantizeRow(const uint8_t* tensor, DType dtype, uint64_t rows, uint64_t cols,
-                   uint32_t group, uint64_t row, float* out) {
+void DequantizeRow(const uint8_t* tensor, DType dtype, uint64_t rows, uint64_t cols, uint32_t group,
+                   uint64_t row, float* out) {
   switch (dtype) {
     case DType::kF32:
       std::memcpy(out, tensor + row * cols * 4, cols * 4);

@@ -1,0 +1,105 @@
+// The converter's public API, shared by `pocket convert`, `pocket synth` and
+// tests: importers turn a source (Hugging Face directory, llama2.c
+// checkpoint, synthetic preset) into a SourceModel — config, tokenizer and
+// lazily loaded f32 tensors under their .pocket names — and WritePocketModel
+// checks it against the graph's tensor list, quantizes and writes the file.
+// The library never prints; progress goes to the caller's callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "format/dtype.h"
+#include "format/model_config.h"
+#include "util/status.h"
+
+namespace pocket {
+
+constexpr const char* kConverterVersion = "pocket 0.1.0";
+
+// Storage types. 2-D weight matrices use `weights`; token_embd / output use
+// `embeddings`; norms and biases are always f32. `group` is the q4 group
+// (q8 always uses 32). A matrix whose columns the group does not divide
+// falls back to f16 (ConvertStats::fallbacks lists it).
+struct QuantOptions {
+  DType weights = DType::kQ4;
+  DType embeddings = DType::kQ4;
+  uint32_t group = 64;
+};
+Status ValidateQuantOptions(const QuantOptions& q);
+// From the CLI flags: `quant` and `embed_quant` are dtype names ("" for
+// the default: q4, and embeddings like the weights), `group` 0 for the
+// default 64. Errors name the flag.
+StatusOr<QuantOptions> ParseQuantOptions(const std::string& quant, const std::string& embed_quant,
+                                         int64_t group);
+// e.g. "q4 g64, embeddings q8 g32" (stored as the config's `quant`).
+std::string QuantSummary(const QuantOptions& q);
+
+// Storage type and group chosen for one tensor of the given shape.
+struct TensorStorage {
+  DType dtype = DType::kF32;
+  uint32_t group = 0;
+  bool fell_back = false;  // the requested type did not fit the shape
+};
+TensorStorage ChooseStorage(const std::string& name, const std::vector<uint64_t>& shape,
+                            const QuantOptions& q);
+
+struct TensorSpec {
+  std::string name;
+  std::vector<uint64_t> shape;
+};
+// Every tensor the decoder graph of `config` reads, in file order
+// (docs/graph.md): token_embd, the layers, output_norm, output if untied.
+std::vector<TensorSpec> ExpectedTensors(const ModelConfig& config);
+
+// Bytes the tensor data section takes for `config` under `q` (each tensor
+// padded to kTensorAlignment), and its parameter count.
+StatusOr<uint64_t> TensorDataBytes(const ModelConfig& config, const QuantOptions& q);
+uint64_t ParameterCount(const ModelConfig& config);
+
+// One source tensor; `load` yields its row-major f32 values when the writer
+// gets to it, so at most one source tensor is expanded at a time.
+struct SourceTensor {
+  std::string name;  // .pocket (GGUF-style) name
+  std::vector<uint64_t> shape;
+  std::function<StatusOr<std::vector<float>>()> load;
+};
+
+struct SourceModel {
+  ModelConfig config;
+  std::string tokenizer_blob;  // Tokenizer::ToBlob()
+  std::vector<SourceTensor> tensors;
+};
+
+// Called once per tensor before it is converted (index counts from 0).
+using ProgressFn = std::function<void(size_t index, size_t total, const std::string& name)>;
+
+struct ConvertStats {
+  size_t tensors = 0;
+  uint64_t parameters = 0;
+  uint64_t file_bytes = 0;
+  std::vector<std::string> fallbacks;  // tensors stored as f16 instead
+};
+
+// Validates the config, checks the tensors against ExpectedTensors (missing,
+// unexpected and mis-shaped tensors are errors naming them), quantizes and
+// writes `path` (atomically: nothing is left behind on failure).
+StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOptions& q,
+                                        const std::string& path, const ProgressFn& progress);
+
+// "311 tensors, 302.9M parameters, 170.6 MB, 12.3 s" (+ the f16 fallbacks).
+std::string FormatConvertSummary(const ConvertStats& stats, double seconds);
+
+struct ConvertOptions {
+  QuantOptions quant;
+  std::string tokenizer_path;  // llama2.c: the sentencepiece .model (required)
+  ProgressFn progress;
+};
+
+// `src` a directory: a Hugging Face model; a file: a llama2.c checkpoint.
+StatusOr<ConvertStats> ConvertModel(const std::string& src, const std::string& out_path,
+                                    const ConvertOptions& options);
+
+}  // namespace pocket

@@ -1,0 +1,52 @@
+#include "convert/source_files.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "convert/converter.h"
+#include "util/json_util.h"
+#include "util/sha256.h"
+
+namespace pocket {
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Errorf(StatusCode::kNotFound, "cannot open '%s'", path.c_str());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Errorf(StatusCode::kIoError, "error reading '%s'", path.c_str());
+  return ss.str();
+}
+
+void ProvenanceBuilder::AddBytes(const std::string& name, const void* data, uint64_t size) {
+  files_.push_back({name, Sha256Hex(data, size), size});
+}
+
+Status ProvenanceBuilder::AddFile(const std::string& name, const std::string& path) {
+  SourceFileRecord r;
+  r.name = name;
+  POCKET_ASSIGN_OR_RETURN(r.sha256, Sha256File(path, &r.bytes));
+  files_.push_back(std::move(r));
+  return Status::Ok();
+}
+
+std::string ProvenanceBuilder::ToJson() const {
+  Json j;
+  j["source"] = source_;
+  j["converter"] = kConverterVersion;
+  Json files = Json::array();
+  for (const SourceFileRecord& f : files_) {
+    files.push_back({{"name", f.name}, {"sha256", f.sha256}, {"bytes", f.bytes}});
+  }
+  j["files"] = std::move(files);
+  return DumpJson(j);
+}
+
+}  // namespace pocket

@@ -1,0 +1,142 @@
+// Synthetic models: determinism, preset shapes and the pocket-0.3b budget.
+#include "convert/synth.h"
+
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "convert/convert_test_util.h"
+#include "format/model_config.h"
+
+namespace pocket {
+namespace {
+
+using testing_util::DataPath;
+using testing_util::MakeTempDir;
+using testing_util::ReadFile;
+
+std::string TokenizerFor(const std::string& preset) {
+  return preset == "tiny-llama" ? DataPath("stories260K/tok512.model")
+                                : DataPath("qwen3-tokenizer/tokenizer.json");
+}
+
+std::string Synthesize(const std::string& preset, uint64_t seed, const std::string& quant) {
+  SynthOptions options{preset, seed, TokenizerFor(preset)};
+  auto model = SynthesizeModel(options);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  if (!model.ok()) return "";
+  const std::string path = MakeTempDir("synth") + "/" + preset + ".pocket";
+  auto stats = WritePocketModel(*model, *ParseQuantOptions(quant, "", 0), path, nullptr);
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  return ReadFile(path);
+}
+
+class SynthDeterminism : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SynthDeterminism, SameSeedSameBytesOtherSeedOtherBytes) {
+  const std::string a = Synthesize(GetParam(), 7, "q4");
+  const std::string b = Synthesize(GetParam(), 7, "q4");
+  const std::string c = Synthesize(GetParam(), 8, "q4");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "same seed gave different files";
+  EXPECT_EQ(a.size(), c.size());
+  EXPECT_FALSE(a == c) << "different seeds gave the same file";
+  auto file = PocketFile::FromMemory(reinterpret_cast<const uint8_t*>(a.data()), a.size());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto config = ParseModelConfig(std::string((*file)->config_json()));
+  ASSERT_TRUE(config.ok());
+  auto preset = SynthPresetConfig(GetParam());
+  ASSERT_TRUE(preset.ok());
+  EXPECT_EQ(config->vocab, preset->vocab);
+  EXPECT_EQ((*file)->tensors().size(), ExpectedTensors(*preset).size());
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyPresets, SynthDeterminism,
+                         ::testing::Values("tiny-qwen3", "tiny-llama"));
+
+TEST(Synth, TinyQwen3HasTheQwen3Tokens) {
+  SynthOptions options{"tiny-qwen3", 1, TokenizerFor("tiny-qwen3")};
+  auto model = SynthesizeModel(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = model->config;
+  EXPECT_EQ(c.architecture, "qwen3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.chat_template_kind, "qwen3");
+  EXPECT_NE(c.chat_template.find("<|im_start|>"), std::string::npos);
+  EXPECT_GE(c.eos_id, 0);
+  EXPECT_LT(c.eos_id, 1024);
+  EXPECT_FALSE(c.add_bos);
+}
+
+TEST(Synth, NormsAreNearOneAndWeightsNearZero) {
+  SynthOptions options{"tiny-llama", 3, TokenizerFor("tiny-llama")};
+  auto model = SynthesizeModel(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  for (const SourceTensor& t : model->tensors) {
+    auto v = t.load();
+    ASSERT_TRUE(v.ok());
+    double sum = 0, sq = 0;
+    for (float x : *v) sum += x, sq += double(x) * x;
+    const double mean = sum / v->size(), sd = std::sqrt(sq / v->size() - mean * mean);
+    const bool norm = t.name.find("norm") != std::string::npos;
+    EXPECT_NEAR(mean, norm ? 1.0 : 0.0, 0.01) << t.name;
+    EXPECT_NEAR(sd, 0.02, 0.006) << t.name;
+  }
+}
+
+TEST(Synth, ValueFormulaIsFixed) {
+  // splitmix64 chain of (seed 0, stream 0, index 0), then four 16-bit
+  // uniforms: recomputed here from the documented constants.
+  auto mix = [](uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  const uint64_t r = mix(mix(0 ^ mix(0)) + 5);
+  const int64_t s = (r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48);
+  const double expected = (s + 2 - 131072) / 65536.0 * std::sqrt(3.0) * 0.02;
+  EXPECT_NEAR(SynthValue(0, 0, 5, 0.02), expected, 1e-9);
+}
+
+TEST(Synth, Pocket03bShapeParametersAndSize) {
+  auto c = SynthPresetConfig("pocket-0.3b");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->n_layers, 28);
+  EXPECT_EQ(c->hidden, 896);
+  EXPECT_EQ(c->n_heads, 14);
+  EXPECT_EQ(c->n_kv_heads, 2);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->ffn, 2560);
+  EXPECT_EQ(c->vocab, 65536);
+  EXPECT_EQ(c->context, 40960);
+  EXPECT_EQ(c->rope_theta, 1e6);
+  EXPECT_EQ(c->rms_eps, 1e-6);
+  EXPECT_TRUE(c->tied_embeddings);
+  // Per layer: q,o 896*896; k,v 128*896; gate,up,down 2560*896; norms
+  // 2*896 + 2*64. Plus embeddings 65536*896 and the final norm.
+  const uint64_t layer = 2 * 896 * 896 + 2 * 128 * 896 + 3 * 2560 * 896 + 2 * 896 + 2 * 64;
+  const uint64_t params = 28 * layer + 65536ull * 896 + 896;
+  EXPECT_EQ(ParameterCount(*c), params);
+  EXPECT_EQ(params, 302830976u);  // ~303M
+  // q4 g64: 4.5 bits per matrix weight; norms f32; each tensor 64-aligned.
+  auto bytes = TensorDataBytes(*c, *ParseQuantOptions("q4", "", 64));
+  ASSERT_TRUE(bytes.ok());
+  const uint64_t matrix_weights = params - 28 * (2 * 896 + 2 * 64) - 896;
+  const uint64_t norm_bytes = 4 * (28 * (2 * 896 + 2 * 64) + 896);
+  EXPECT_GE(*bytes, matrix_weights * 9 / 16 + norm_bytes);
+  EXPECT_LE(*bytes, matrix_weights * 9 / 16 + norm_bytes + 64 * 400);
+  // Leaves room for the tokenizer and headers under the 173 MB target.
+  EXPECT_LT(*bytes, 171'000'000u);
+}
+
+TEST(Synth, UnknownPresetListsThePresets) {
+  auto c = SynthPresetConfig("gpt-5");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("pocket-0.3b"), std::string::npos);
+  EXPECT_NE(c.status().message().find("tiny-llama"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pocket

@@ -1,0 +1,78 @@
+// `pocket convert SRC -o OUT.pocket`: Hugging Face directories and llama2.c
+// checkpoints to .pocket (docs/convert.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "convert/converter.h"
+#include "tools/pocket/args.h"
+#include "tools/pocket/commands.h"
+
+namespace pocket::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: pocket convert SRC -o OUT.pocket [--quant q4|q8|f16|bf16|f32] [--group 32|64|128]\n"
+    "                      [--embed-quant TYPE] [--tokenizer FILE]\n"
+    "\n"
+    "  SRC             a Hugging Face model directory (config.json, *.safetensors,\n"
+    "                  tokenizer.json or tokenizer.model), or a llama2.c checkpoint\n"
+    "  -o, --output    the .pocket file to write\n"
+    "  --quant         type of the weight matrices (default q4)\n"
+    "  --group         q4 group size along the input dimension (default 64)\n"
+    "  --embed-quant   type of token_embd/output (default: same as --quant)\n"
+    "  --tokenizer     sentencepiece .model (required for llama2.c checkpoints)\n"
+    "\n"
+    "Norms and biases are always f32. Progress and a summary go to stderr.\n";
+
+}  // namespace
+
+int CmdConvert(int argc, char** argv) {
+  Args args({"-o|--output", "--quant", "--group", "--embed-quant", "--tokenizer"}, {"-h|--help"});
+  if (!args.Parse(argc, argv)) {
+    std::fprintf(stderr, "pocket convert: %s\n%s", args.error().c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (args.Has("-h")) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  int64_t group = 0;
+  if (args.positional().size() != 1 || !args.Has("-o") ||
+      (args.Has("--group") && !args.GetInt("--group", &group))) {
+    std::fprintf(stderr, "pocket convert: %s\n%s",
+                 args.positional().size() != 1 ? "give exactly one SRC"
+                 : !args.Has("-o")             ? "-o OUT.pocket is required"
+                                               : args.error().c_str(),
+                 kUsage);
+    return kExitUsage;
+  }
+  auto quant = ParseQuantOptions(args.Get("--quant"), args.Get("--embed-quant"), group);
+  if (!quant.ok()) {
+    std::fprintf(stderr, "pocket convert: %s\n", quant.status().message().c_str());
+    return kExitUsage;
+  }
+  ConvertOptions options;
+  options.quant = *quant;
+  options.tokenizer_path = args.Get("--tokenizer");
+  const bool tty = ::isatty(STDERR_FILENO);
+  options.progress = [tty](size_t i, size_t total, const std::string& name) {
+    std::fprintf(stderr, tty ? "\r\033[K[%zu/%zu] %s" : "[%zu/%zu] %s\n", i + 1, total,
+                 name.c_str());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto stats = ConvertModel(args.positional()[0], args.Get("-o"), options);
+  if (tty) std::fputc('\n', stderr);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "pocket convert: %s\n", stats.status().ToString().c_str());
+    return kExitError;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "wrote %s: %s\n", args.Get("-o").c_str(),
+               FormatConvertSummary(*stats, seconds).c_str());
+  return kExitOk;
+}
+
+}  // namespace pocket::cli

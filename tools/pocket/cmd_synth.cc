@@ -1,0 +1,107 @@
+// `pocket synth --preset NAME -o OUT`: a model with deterministic random
+// weights and the exact shapes of a preset (docs/convert.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "convert/synth.h"
+#include "tools/pocket/args.h"
+#include "tools/pocket/commands.h"
+
+namespace pocket::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: pocket synth --preset pocket-0.3b|tiny-qwen3|tiny-llama -o OUT.pocket\n"
+    "                    [--quant TYPE] [--group 32|64|128] [--embed-quant TYPE]\n"
+    "                    [--seed N] [--tokenizer FILE]\n"
+    "\n"
+    "  --preset        the shapes to synthesize\n"
+    "  -o, --output    the .pocket file to write\n"
+    "  --quant         type of the weight matrices (default q4)\n"
+    "  --group         q4 group size (default 64)\n"
+    "  --embed-quant   type of token_embd (default: same as --quant)\n"
+    "  --seed          random seed (default 0); the same seed gives the same bytes\n"
+    "  --tokenizer     Qwen3 presets: a tokenizer.json (default: the bundled Qwen3\n"
+    "                  tokenizer); tiny-llama: a sentencepiece .model (default: the\n"
+    "                  bundled stories260K tok512.model)\n";
+
+std::string DefaultTokenizer(const std::string& preset) {
+  const std::string qwen3 = POCKET_DEFAULT_QWEN3_TOKENIZER;
+  if (!SynthPresetUsesSentencePiece(preset)) return qwen3;
+  // <tests/data>/qwen3-tokenizer/tokenizer.json -> <tests/data>/stories260K/tok512.model
+  const size_t slash = qwen3.find_last_of('/');
+  const size_t parent =
+      slash == std::string::npos ? std::string::npos : qwen3.find_last_of('/', slash - 1);
+  const std::string data = parent == std::string::npos ? "." : qwen3.substr(0, parent);
+  return data + "/stories260K/tok512.model";
+}
+
+}  // namespace
+
+int CmdSynth(int argc, char** argv) {
+  Args args(
+      {"--preset", "-o|--output", "--quant", "--group", "--embed-quant", "--seed", "--tokenizer"},
+      {"-h|--help"});
+  if (!args.Parse(argc, argv)) {
+    std::fprintf(stderr, "pocket synth: %s\n%s", args.error().c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (args.Has("-h")) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  int64_t group = 0, seed = 0;
+  if (!args.positional().empty() || !args.Has("--preset") || !args.Has("-o") ||
+      (args.Has("--group") && !args.GetInt("--group", &group)) ||
+      (args.Has("--seed") && !args.GetInt("--seed", &seed))) {
+    std::fprintf(stderr, "pocket synth: %s\n%s",
+                 !args.positional().empty() ? "unexpected positional argument"
+                 : !args.Has("--preset")    ? "--preset is required"
+                 : !args.Has("-o")          ? "-o OUT.pocket is required"
+                                            : args.error().c_str(),
+                 kUsage);
+    return kExitUsage;
+  }
+  auto quant = ParseQuantOptions(args.Get("--quant"), args.Get("--embed-quant"), group);
+  if (!quant.ok()) {
+    std::fprintf(stderr, "pocket synth: %s\n", quant.status().message().c_str());
+    return kExitUsage;
+  }
+  const std::string preset = args.Get("--preset");
+  if (!SynthPresetConfig(preset).ok()) {
+    std::fprintf(stderr, "pocket synth: %s\n",
+                 SynthPresetConfig(preset).status().message().c_str());
+    return kExitUsage;
+  }
+  SynthOptions options;
+  options.preset = preset;
+  options.seed = static_cast<uint64_t>(seed);
+  options.tokenizer_path = args.Get("--tokenizer", DefaultTokenizer(preset));
+
+  const auto start = std::chrono::steady_clock::now();
+  const bool tty = ::isatty(STDERR_FILENO);
+  auto model = SynthesizeModel(options);
+  if (!model.ok()) {
+    std::fprintf(stderr, "pocket synth: %s\n", model.status().ToString().c_str());
+    return kExitError;
+  }
+  auto stats = WritePocketModel(
+      *model, *quant, args.Get("-o"), [tty](size_t i, size_t total, const std::string& name) {
+        std::fprintf(stderr, tty ? "\r\033[K[%zu/%zu] %s" : "[%zu/%zu] %s\n", i + 1, total,
+                     name.c_str());
+      });
+  if (tty) std::fputc('\n', stderr);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "pocket synth: %s\n", stats.status().ToString().c_str());
+    return kExitError;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "wrote %s: %s\n", args.Get("-o").c_str(),
+               FormatConvertSummary(*stats, seconds).c_str());
+  return kExitOk;
+}
+
+}  // namespace pocket::cli
