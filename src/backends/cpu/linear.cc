@@ -1,0 +1,116 @@
+// Linear (ops.h): validates the shape, splits output rows across threads in
+// contiguous blocks and runs the decode or prefill kernel of
+// kernels/cpu/matvec-inl.h for the best target of this CPU.
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/ops.h"
+#include "backends/cpu/parallel.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/backends/cpu/linear.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "kernels/cpu/matvec-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pocket::cpu::HWY_NAMESPACE {
+
+void DecodeRows(const float* x, const float* xsum, const WeightView& w, const float* bias,
+                size_t r0, size_t r1, float* out) {
+  LinearDecodeRows(x, xsum, w, bias, r0, r1, out);
+}
+
+void PrefillRows(const float* x, size_t n, const WeightView& w, const float* bias, size_t r0,
+                 size_t r1, float* scratch, float* out) {
+  LinearPrefillRows(x, n, w, bias, r0, r1, scratch, out);
+}
+
+void ComputeGroupSums(const float* x, size_t cols, size_t group, float* xsum) {
+  GroupSums(x, cols, group, xsum);
+}
+
+}  // namespace pocket::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <hwy/aligned_allocator.h>
+
+namespace pocket::cpu {
+namespace {
+
+HWY_EXPORT(DecodeRows);
+HWY_EXPORT(PrefillRows);
+HWY_EXPORT(ComputeGroupSums);
+
+// Row blocks handed to threads are multiples of the kernels' row tile.
+constexpr size_t kRowAlign = 4;
+// Prefill walks tokens in chunks so a chunk of x stays in L2 while every
+// row block of the thread's range passes over it.
+constexpr size_t kTokenChunk = 64;
+
+bool ValidWeight(const WeightView& w) {
+  if (w.data == nullptr) return false;
+  switch (w.dtype) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      return true;
+    case DType::kQ8:
+      return w.cols % kQ8Group == 0;
+    case DType::kQ4:
+      return (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Linear(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
+            ThreadPool* pool) {
+  if (out == nullptr || n == 0 || w.rows == 0) return;
+  if (x == nullptr || !ValidWeight(w)) {  // the planner rejects these; stay defined
+    std::memset(out, 0, n * w.rows * sizeof(float));
+    return;
+  }
+  const size_t tasks = std::min(NumThreads(pool), (w.rows + kRowAlign - 1) / kRowAlign);
+  if (n == 1) {
+    // Reused across calls: decode runs Linear hundreds of times per token.
+    thread_local std::vector<float> xsum;
+    if (w.dtype == DType::kQ4) {
+      xsum.resize(w.cols / w.group);
+      HWY_DYNAMIC_DISPATCH(ComputeGroupSums)(x, w.cols, w.group, xsum.data());
+    }
+    const float* sums = xsum.data();
+    ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
+      size_t r0, r1;
+      SplitRange(w.rows, kRowAlign, tasks, task, &r0, &r1);
+      if (r0 < r1) HWY_DYNAMIC_DISPATCH(DecodeRows)(x, sums, w, bias, r0, r1, out);
+    });
+    return;
+  }
+  ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
+    size_t r0, r1;
+    SplitRange(w.rows, kRowAlign, tasks, task, &r0, &r1);
+    if (r0 >= r1) return;
+    hwy::AlignedFreeUniquePtr<float[]> scratch;
+    if (w.dtype != DType::kF32) {
+      scratch = hwy::AllocateAligned<float>(kRowAlign * w.cols);
+      if (!scratch) {  // out of memory: leave a defined result rather than crash
+        for (size_t t = 0; t < n; ++t) std::memset(out + t * w.rows + r0, 0, (r1 - r0) * 4);
+        return;
+      }
+    }
+    for (size_t t = 0; t < n; t += kTokenChunk) {
+      const size_t chunk = std::min(kTokenChunk, n - t);
+      HWY_DYNAMIC_DISPATCH(PrefillRows)
+      (x + t * w.cols, chunk, w, bias, r0, r1, scratch.get(), out + t * w.rows);
+    }
+  });
+}
+
+}  // namespace pocket::cpu
+#endif  // HWY_ONCE

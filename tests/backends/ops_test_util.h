@@ -1,0 +1,131 @@
+// Shared helpers of the CPU backend tests: the loop over every compiled
+// Highway target, random data, and a quantizer for building weights that is
+// independent of src/quant (so a bug there cannot hide one here).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/kernel_target.h"
+#include "backends/cpu/ops.h"
+#include "util/fp16.h"
+
+namespace pocket::cpu::testing {
+
+// Runs body() once per target compiled in and supported by this CPU, with
+// dispatch forced to that target; checks dispatch really switched.
+template <typename Body>
+void ForEachTarget(const Body& body) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    EXPECT_STREQ(KernelTargetName(), hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+inline std::vector<float> RandomFloats(size_t count, std::mt19937& rng, float lo = -1.0f,
+                                       float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(count);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+inline void PutU16(std::vector<uint8_t>& bytes, size_t offset, uint16_t value) {
+  std::memcpy(bytes.data() + offset, &value, 2);
+}
+
+// Encodes w[rows, cols] in the layout of format/dtype.h.
+inline std::vector<uint8_t> EncodeWeights(const std::vector<float>& w, size_t rows, size_t cols,
+                                          DType dtype, uint32_t group) {
+  std::vector<uint8_t> bytes;
+  switch (dtype) {
+    case DType::kF32:
+      bytes.resize(rows * cols * 4);
+      std::memcpy(bytes.data(), w.data(), bytes.size());
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      bytes.resize(rows * cols * 2);
+      for (size_t i = 0; i < rows * cols; ++i) {
+        PutU16(bytes, 2 * i, dtype == DType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]));
+      }
+      break;
+    case DType::kQ8: {
+      const size_t groups = cols / kQ8Group;
+      bytes.resize(rows * cols + rows * groups * 2);
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t g = 0; g < groups; ++g) {
+          const float* src = w.data() + r * cols + g * kQ8Group;
+          float amax = 0.0f;
+          for (size_t j = 0; j < kQ8Group; ++j) amax = std::max(amax, std::fabs(src[j]));
+          const uint16_t scale_h = F32ToF16(amax / 127.0f);
+          const float scale = F16ToF32(scale_h);
+          PutU16(bytes, rows * cols + (r * groups + g) * 2, scale_h);
+          for (size_t j = 0; j < kQ8Group; ++j) {
+            const float q = scale > 0 ? std::round(src[j] / scale) : 0.0f;
+            const int8_t code = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+            bytes[r * cols + g * kQ8Group + j] = static_cast<uint8_t>(code);
+          }
+        }
+      }
+      break;
+    }
+    case DType::kQ4: {
+      const size_t groups = cols / group;
+      const size_t code_bytes = rows * cols / 2;
+      bytes.assign(code_bytes + 2 * rows * groups * 2, 0);
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t g = 0; g < groups; ++g) {
+          const float* src = w.data() + r * cols + g * group;
+          const float lo = *std::min_element(src, src + group);
+          const float hi = *std::max_element(src, src + group);
+          const uint16_t scale_h = F32ToF16((hi - lo) / 15.0f);
+          const uint16_t min_h = F32ToF16(lo);
+          const float scale = F16ToF32(scale_h);
+          const float min = F16ToF32(min_h);
+          PutU16(bytes, code_bytes + (r * groups + g) * 2, scale_h);
+          PutU16(bytes, code_bytes + rows * groups * 2 + (r * groups + g) * 2, min_h);
+          for (size_t j = 0; j < group; ++j) {
+            const float q = scale > 0 ? std::round((src[j] - min) / scale) : 0.0f;
+            const uint8_t code = static_cast<uint8_t>(std::clamp(q, 0.0f, 15.0f));
+            uint8_t& b = bytes[r * cols / 2 + g * group / 2 + j % (group / 2)];
+            b |= j < group / 2 ? code : static_cast<uint8_t>(code << 4);
+          }
+        }
+      }
+      break;
+    }
+  }
+  return bytes;
+}
+
+struct TestWeight {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+
+inline TestWeight RandomWeight(size_t rows, size_t cols, DType dtype, uint32_t group,
+                               std::mt19937& rng) {
+  TestWeight t;
+  t.bytes = EncodeWeights(RandomFloats(rows * cols, rng), rows, cols, dtype, group);
+  t.view.data = t.bytes.data();
+  t.view.dtype = dtype;
+  t.view.group = group;
+  t.view.rows = rows;
+  t.view.cols = cols;
+  return t;
+}
+
+}  // namespace pocket::cpu::testing
