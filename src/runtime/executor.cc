@@ -1,0 +1,98 @@
+#include "runtime/executor.h"
+
+#include <cstring>
+
+#include "backends/cpu/ops.h"
+
+namespace pocket {
+
+void Executor::EnsureRows(size_t n) {
+  if (n <= rows_) return;
+  slots_.resize(plan_->slot_width.size());
+  for (size_t s = 0; s < slots_.size(); ++s) slots_[s].resize(n * plan_->slot_width[s]);
+  temp_.resize(n * plan_->max_width);
+  rows_ = n;
+}
+
+size_t Executor::scratch_bytes() const {
+  size_t floats = temp_.capacity();
+  for (const auto& s : slots_) floats += s.capacity();
+  return floats * sizeof(float) + positions_.capacity() * sizeof(int32_t);
+}
+
+void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
+                   cpu::ThreadPool* pool, float* logits) {
+  EnsureRows(n);
+  positions_.resize(n);
+  for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
+
+  const size_t end = output == Output::kNone ? plan_->row_wise_tail : plan_->steps.size();
+  for (size_t i = 0; i < end; ++i) {
+    const PlanStep& s = plan_->steps[i];
+    // After the last attention every op is row-wise, so when only the last
+    // token's logits are wanted the tail runs on that row alone.
+    const bool last_only = output == Output::kLastRow && i >= plan_->row_wise_tail;
+    const size_t r0 = last_only ? n - 1 : 0;
+    const size_t rows = last_only ? 1 : n;
+    auto value = [&](int k, size_t width) { return slots_[s.in[k]].data() + r0 * width; };
+    float* dst = slots_[s.out].data() + r0 * s.width;
+    const size_t count = rows * s.width;
+    // Ops that cannot write over an input compute into temp_ and copy.
+    auto aliased = [&](int k) { return s.in[k] == s.out; };
+
+    switch (s.op) {
+      case OpKind::kEmbed:
+        cpu::Embed(s.weight, tokens + r0, rows, dst);
+        break;
+      case OpKind::kRmsNorm:
+        cpu::RmsNorm(value(0, s.in_width), s.norm, rows, s.in_width, s.eps, dst);
+        break;
+      case OpKind::kHeadRmsNorm:
+        if (!aliased(0)) std::memcpy(dst, value(0, s.in_width), count * sizeof(float));
+        cpu::HeadRmsNorm(dst, s.norm, rows, s.width / s.head_dim, s.head_dim, s.eps);
+        break;
+      case OpKind::kRope:
+        if (!aliased(0)) std::memcpy(dst, value(0, s.in_width), count * sizeof(float));
+        cpu::Rope(dst, rows, s.width / s.head_dim, s.head_dim, positions_.data() + r0, s.theta,
+                  s.style);
+        break;
+      case OpKind::kLinear: {
+        float* out = aliased(0) ? temp_.data() : dst;
+        cpu::Linear(value(0, s.in_width), rows, s.weight, s.bias, out, pool);
+        if (out != dst) std::memcpy(dst, out, count * sizeof(float));
+        break;
+      }
+      case OpKind::kAttention: {
+        const size_t kv_width = s.n_kv_heads * s.head_dim;
+        const cpu::KvView view = kv->View(s.layer);
+        cpu::KvAppend(view, n_past, value(1, kv_width), value(2, kv_width), n);
+        float* out = aliased(0) || aliased(1) || aliased(2) ? temp_.data() : dst;
+        cpu::Attention(value(0, s.in_width), n, n_past, view, s.n_heads, s.n_kv_heads, s.head_dim,
+                       out, pool);
+        if (out != dst) std::memcpy(dst, out, count * sizeof(float));
+        break;
+      }
+      case OpKind::kSwiglu:
+      case OpKind::kAdd: {
+        // Element-wise: out may alias the first input, not the second.
+        float* out = aliased(1) && !aliased(0) ? temp_.data() : dst;
+        if (s.op == OpKind::kSwiglu) {
+          cpu::Swiglu(value(0, s.in_width), value(1, s.in_width), count, out);
+        } else {
+          cpu::Add(value(0, s.in_width), value(1, s.in_width), count, out);
+        }
+        if (out != dst) std::memcpy(dst, out, count * sizeof(float));
+        break;
+      }
+    }
+  }
+
+  const float* result = slots_[plan_->logits_slot].data();
+  if (output == Output::kLastRow) {
+    std::memcpy(logits, result + (n - 1) * plan_->vocab, plan_->vocab * sizeof(float));
+  } else if (output == Output::kAllRows) {
+    std::memcpy(logits, result, n * plan_->vocab * sizeof(float));
+  }
+}
+
+}  // namespace pocket

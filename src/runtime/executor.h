@@ -1,0 +1,42 @@
+// Runs a Plan over one chunk of tokens on the CPU backend. The executor owns
+// nothing but reusable scratch: values live in per-slot buffers sized for
+// the chunk, which grow on demand and are kept across calls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/thread_pool.h"
+#include "runtime/kv_cache.h"
+#include "runtime/plan.h"
+
+namespace pocket {
+
+class Executor {
+ public:
+  explicit Executor(const Plan* plan) : plan_(plan) {}
+
+  // Runs tokens[0, n) at positions [n_past, n_past + n). The KV cache must
+  // already hold pages for n_past + n positions. Logits:
+  //   kNone: none are computed (the row-wise tail of the plan is skipped);
+  //   kLastRow: the last token's [vocab] go to logits[0, vocab);
+  //   kAllRows: [n, vocab] go to logits.
+  enum class Output { kNone, kLastRow, kAllRows };
+  void Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
+           cpu::ThreadPool* pool, float* logits);
+
+  // Bytes held by the scratch buffers.
+  size_t scratch_bytes() const;
+
+ private:
+  void EnsureRows(size_t n);
+
+  const Plan* plan_;
+  size_t rows_ = 0;  // rows every buffer can hold
+  std::vector<std::vector<float>> slots_;
+  std::vector<float> temp_;  // for ops whose output aliases an input
+  std::vector<int32_t> positions_;
+};
+
+}  // namespace pocket

@@ -1,0 +1,65 @@
+// Text generation on a Session: tokenize the input (a prompt or the new
+// turn of a chat), prefill, then sample token by token until a stop token,
+// a stop string, the token limit, the context end or the caller cancels.
+// Text is streamed in whole UTF-8 characters; text that could still turn
+// into a stop string is held back, and the stop string itself is never
+// emitted.
+//
+// Multi-turn: a later call on the same session continues from the cached
+// position and feeds only the new tokens (no second BOS). Tokens sampled
+// but not yet run through the model (the last one of a call) are fed first.
+// A chat turn ending on a stop token (e.g. <|im_end|>) leaves that token in
+// the cache, so the next turn's text is exactly what the template appends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "tokenizer/chat_template.h"
+#include "util/status.h"
+
+namespace pocket {
+
+struct GenerateOptions {
+  SamplingParams sampling;      // temperature 0 = greedy
+  int32_t max_new_tokens = -1;  // -1 = the model's generation default
+  bool ignore_eos = false;      // do not stop on eos / stop_token_ids
+  std::vector<std::string> stop_strings;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> prompt_ids;  // tokens of this call's input (with BOS if added)
+  std::vector<int32_t> ids;         // generated ids; a stop token is not included
+  std::string text;                 // exactly the text passed to the callback
+  std::string stop;                 // "eos" | "length" | "stop_string" | "cancelled"
+  int prefill_tokens = 0;           // tokens run by the prefill (pending + prompt)
+  int decode_tokens = 0;            // single-token steps after the prefill
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+// Receives each new piece of text and the id of the token that completed
+// it; returning false cancels (generation stops before the next token).
+using TextCallback = std::function<bool(std::string_view piece, int32_t token_id)>;
+
+// Continues the session with `prompt`. BOS is prepended (per the config)
+// only at the start of a session. Cancellation returns kCancelled with
+// `result` filled (stop "cancelled"); the session remains usable. Other
+// errors leave the session as it was.
+Status Generate(Session* session, const std::string& prompt, const GenerateOptions& options,
+                const TextCallback& on_text, GenerateResult* result);
+
+// Adds `new_messages` (usually one user message, optionally preceded by a
+// system message on the first turn) to the session's chat and generates the
+// assistant's reply, rendered with the model's chat template. The reply is
+// recorded as an assistant message for the next turn.
+Status GenerateChat(Session* session, const std::vector<ChatMessage>& new_messages,
+                    const ChatOptions& chat_options, const GenerateOptions& options,
+                    const TextCallback& on_text, GenerateResult* result);
+
+}  // namespace pocket

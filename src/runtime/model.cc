@@ -1,0 +1,51 @@
+#include "runtime/model.h"
+
+#include <utility>
+
+namespace pocket {
+
+Model::~Model() = default;
+
+StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelOptions& options) {
+  if (options.backend != "cpu") {
+    return Errorf(StatusCode::kUnsupported,
+                  "backend '%s' is not built into this library; available: cpu",
+                  options.backend.c_str());
+  }
+  if (options.threads < 0) {
+    return Errorf(StatusCode::kInvalidArgument, "threads must be >= 0 (0 = all cores), got %d",
+                  options.threads);
+  }
+  std::unique_ptr<Model> model(new Model());
+  POCKET_ASSIGN_OR_RETURN(model->file_, PocketFile::Open(path));
+  auto config = ParseModelConfig(std::string(model->file_->config_json()));
+  if (!config.ok()) {
+    return Status(config.status().code(), path + ": " + config.status().message());
+  }
+  model->config_ = std::move(config).value();
+  Status valid = ValidateModelConfig(model->config_);
+  if (!valid.ok()) return Status(valid.code(), path + ": " + valid.message());
+
+  auto tokenizer = Tokenizer::FromBlob(model->file_->tokenizer_blob());
+  if (!tokenizer.ok()) {
+    return Status(tokenizer.status().code(),
+                  path + ": tokenizer section: " + tokenizer.status().message());
+  }
+  model->tokenizer_ = std::move(tokenizer).value();
+  if (model->tokenizer_->vocab_size() > model->config_.vocab) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "%s: the tokenizer has %d tokens but the model's vocab is %d", path.c_str(),
+                  model->tokenizer_->vocab_size(), model->config_.vocab);
+  }
+
+  auto plan = BuildPlan(model->file_->graph_json(), *model->file_, model->config_);
+  if (!plan.ok()) return Status(plan.status().code(), path + ": " + plan.status().message());
+  model->plan_ = std::move(plan).value();
+
+  cpu::ThreadPoolOptions pool_options;
+  pool_options.num_threads = static_cast<size_t>(options.threads);
+  model->pool_ = std::make_unique<cpu::ThreadPool>(pool_options);
+  return model;
+}
+
+}  // namespace pocket

@@ -1,0 +1,54 @@
+// A loaded model: the mapped .pocket file (weights are used in place, never
+// copied), its config, tokenizer and validated execution plan, and the CPU
+// thread pool its sessions compute on.
+//
+// Threading: a Model is immutable after Load and may be shared by any number
+// of Sessions, also on different threads at the same time. Each Session must
+// be used by one thread at a time. All sessions share the Model's thread
+// pool; when two sessions compute at the same moment, the one that finds the
+// pool busy runs its kernels on its own thread (correct, just slower), so the
+// machine is never oversubscribed.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backends/cpu/thread_pool.h"
+#include "format/model_config.h"
+#include "format/reader.h"
+#include "runtime/plan.h"
+#include "tokenizer/tokenizer.h"
+#include "util/status.h"
+
+namespace pocket {
+
+struct ModelOptions {
+  int threads = 0;              // compute threads; 0 = every hardware thread
+  std::string backend = "cpu";  // only "cpu" is built into this library
+};
+
+class Model {
+ public:
+  static StatusOr<std::unique_ptr<Model>> Load(const std::string& path,
+                                               const ModelOptions& options);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const Plan& plan() const { return plan_; }
+  const PocketFile& file() const { return *file_; }
+  // Internally synchronized (see the threading note above).
+  cpu::ThreadPool* pool() const { return pool_.get(); }
+  int threads() const { return static_cast<int>(pool_->NumThreads()); }
+
+ private:
+  Model() = default;
+
+  std::unique_ptr<PocketFile> file_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  Plan plan_;
+  std::unique_ptr<cpu::ThreadPool> pool_;
+};
+
+}  // namespace pocket

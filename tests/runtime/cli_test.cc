@@ -1,0 +1,148 @@
+// The generation subcommands end to end: `pocket run --temp 0 --json` on the
+// converted stories260K reproduces the golden ids; `pocket logits` writes
+// the reference logits as .npy; usage errors exit 2.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/runtime/stories_fixture.h"
+
+namespace pocket {
+namespace {
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs `pocket ARGS` through /bin/sh; `stdin_text` is piped in when given.
+Output RunCli(const std::string& args, const std::string& stdin_printf = "") {
+  Output o;
+  const char* cli = std::getenv("POCKET_CLI");
+  if (cli == nullptr) {
+    ADD_FAILURE() << "POCKET_CLI is not set (ctest sets it to the pocket binary)";
+    return o;
+  }
+  std::string cmd = std::string("'") + cli + "' " + args + " 2>/dev/null";
+  if (!stdin_printf.empty()) cmd = "printf '" + stdin_printf + "' | " + cmd;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return o;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) o.out.append(buf, n);
+  const int status = pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+TEST(CliTest, RunJsonReproducesGolden) {
+  const std::string model = testing_stories::StoriesPath();
+  for (const auto& g : testing_stories::LoadGolden()) {
+    if (g.prompt != "Once upon a time") continue;
+    const int n = g.steps - static_cast<int>(g.prompt_ids.size()) + 1;
+    const Output o = RunCli("run -m '" + model + "' -p 'Once upon a time' --temp 0 --json -n " +
+                            std::to_string(n));
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+    auto j = ParseJson(o.out, "pocket run --json");
+    ASSERT_TRUE(j.ok()) << o.out;
+    EXPECT_EQ(testing_stories::Ints(*j, "prompt_ids"), g.prompt_ids);
+    EXPECT_EQ(testing_stories::Ints(*j, "ids"),
+              std::vector<int32_t>(g.ids.begin() + g.prompt_ids.size(), g.ids.end()));
+    std::string text, stop;
+    EXPECT_TRUE(GetString(*j, "text", &text, "json").ok());
+    EXPECT_TRUE(GetString(*j, "stop", &stop, "json").ok());
+    EXPECT_EQ(g.prompt + text + "\n", g.stdout_text);
+    EXPECT_EQ(stop, "length");
+    double prefill = 0, decode = 0;
+    EXPECT_TRUE(GetDouble(*j, "prefill_tok_s", &prefill, "json").ok());
+    EXPECT_TRUE(GetDouble(*j, "decode_tok_s", &decode, "json").ok());
+    EXPECT_GT(prefill, 0);
+    EXPECT_GT(decode, 0);
+  }
+}
+
+TEST(CliTest, RunStreamsText) {
+  const std::string model = testing_stories::StoriesPath();
+  const Output o = RunCli("run -m '" + model + "' -p 'The little dog' --temp 0 -n 196");
+  ASSERT_EQ(o.exit_code, 0);
+  for (const auto& g : testing_stories::LoadGolden()) {
+    if (g.prompt == "The little dog") EXPECT_EQ(g.prompt + o.out, g.stdout_text);
+  }
+}
+
+TEST(CliTest, LogitsNpy) {
+  const std::string model = testing_stories::StoriesPath();
+  const std::string out =
+      std::string(POCKET_BINARY_DIR) + "/cli_logits_" + std::to_string(getpid()) + ".npy";
+  const Output o =
+      RunCli("logits -m '" + model + "' --tokens 1,403,407,261,378 --out '" + out + "'");
+  ASSERT_EQ(o.exit_code, 0);
+  const std::string bytes = testing_stories::ReadFile(out);
+  std::remove(out.c_str());
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const size_t header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  const std::string header = bytes.substr(10, header_len);
+  EXPECT_NE(header.find("'descr': '<f4'"), std::string::npos) << header;
+  EXPECT_NE(header.find("'shape': (5, 512)"), std::string::npos) << header;
+  ASSERT_EQ(bytes.size(), 10 + header_len + 5 * 512 * 4);
+
+  auto j = ParseJson(testing_stories::ReadFile(
+                         testing_stories::DataPath("stories260K/logits-once-upon-a-time.json")),
+                     "logits");
+  ASSERT_TRUE(j.ok());
+  const Json& ref = (*j)["logits"];
+  for (size_t p = 0; p < 5; ++p) {
+    for (size_t i = 0; i < 512; ++i) {
+      float v;
+      std::memcpy(&v, bytes.data() + 10 + header_len + (p * 512 + i) * 4, 4);
+      ASSERT_NEAR(v, ref[p][i].get<float>(), 1e-4) << p << " " << i;
+    }
+  }
+}
+
+TEST(CliTest, UsageErrorsExit2) {
+  const std::string model = testing_stories::StoriesPath();
+  EXPECT_EQ(RunCli("run -m '" + model + "'").exit_code, 2);  // no -p
+  EXPECT_EQ(RunCli("run -m '" + model + "' -p x --kv q3").exit_code, 2);
+  EXPECT_EQ(RunCli("run -m '" + model + "' -p x --kv-policy drop").exit_code, 2);
+  EXPECT_EQ(RunCli("run -m '" + model + "' -p x --bogus").exit_code, 2);
+  EXPECT_EQ(RunCli("bench -m '" + model + "' -r 0").exit_code, 2);
+  EXPECT_EQ(RunCli("run -m /nonexistent.pocket -p x").exit_code, 1);
+  EXPECT_EQ(RunCli("run -m '" + model + "' -p x --backend metal").exit_code, 1);
+  EXPECT_EQ(RunCli("run --help").exit_code, 0);
+}
+
+TEST(CliTest, ChatFromPipe) {
+  const std::string model = testing_stories::StoriesPath();
+  // Two turns, a reset, the first turn again, then /quit (the last line is
+  // never read). The model's template is plain concatenation, so a first
+  // turn is exactly `pocket run` on the same text; replies end with "\n".
+  const Output o = RunCli("chat -m '" + model + "' --temp 0 -n 5",
+                          "Once upon a time\\nThe dog\\n/reset\\nOnce upon a time\\n/quit\\n"
+                          "not read\\n");
+  ASSERT_EQ(o.exit_code, 0);
+  std::vector<std::string> lines;
+  size_t start = 0, nl;
+  while ((nl = o.out.find('\n', start)) != std::string::npos) {
+    lines.push_back(o.out.substr(start, nl - start));
+    start = nl + 1;
+  }
+  ASSERT_EQ(lines.size(), 3u) << o.out;
+  EXPECT_EQ(lines[0], lines[2]);
+  EXPECT_FALSE(lines[0].empty());
+  for (const auto& g : testing_stories::LoadGolden()) {
+    if (g.prompt != "Once upon a time") continue;
+    EXPECT_EQ(g.stdout_text.compare(g.prompt.size(), lines[0].size(), lines[0]), 0) << lines[0];
+  }
+}
+
+}  // namespace
+}  // namespace pocket

@@ -1,0 +1,100 @@
+// `pocket chat`: interactive multi-turn chat on stdin/stdout. Each input
+// line is one user turn; the KV cache is kept across turns so only the new
+// turn is run through the model. Works with stdin from a pipe.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "tools/pocket/commands.h"
+#include "tools/pocket/model_flags.h"
+
+namespace pocket::cli {
+
+namespace {
+
+const char kChatHelp[] =
+    "usage: pocket chat -m FILE [--system TEXT] [--think|--no-think] [options]\n\n"
+    "Reads one user message per line from stdin and streams each reply to stdout.\n"
+    "Commands: /reset starts a new conversation, /quit (or end of input) exits.\n\n"
+    "  --system TEXT         system message at the start of each conversation\n"
+    "  --think, --no-think   Qwen3: let the model think (default) or not\n";
+
+}  // namespace
+
+int CmdChat(int argc, char** argv) {
+  std::vector<std::string> values = ModelValueFlags();
+  for (const std::string& f : SamplingValueFlags()) values.push_back(f);
+  values.push_back("--system");
+  Args args(values, {"-h|--help", "--think", "--no-think", "--ignore-eos"});
+  if (!args.Parse(argc, argv)) {
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kChatHelp);
+    return kExitUsage;
+  }
+  if (args.Has("-h")) {
+    std::printf("%s%s%s", kChatHelp, kModelFlagsHelp, kSamplingFlagsHelp);
+    return kExitOk;
+  }
+  if (args.Has("--think") && args.Has("--no-think")) {
+    std::fprintf(stderr, "error: --think and --no-think exclude each other\n");
+    return kExitUsage;
+  }
+  if (!args.positional().empty()) {
+    std::fprintf(stderr, "error: unexpected argument '%s'\n", args.positional()[0].c_str());
+    return kExitUsage;
+  }
+  LoadedModel loaded;
+  int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);
+  if (rc != kExitOk) return rc;
+  GenerateOptions options;
+  rc = GenerateOptionsFromArgs(args, argc, argv, loaded.model->config(), &options);
+  if (rc != kExitOk) return rc;
+
+  const bool interactive = isatty(STDIN_FILENO);
+  ChatOptions chat;
+  chat.enable_thinking = !args.Has("--no-think");
+  Session session(loaded.model.get(), loaded.session);
+  bool first_turn = true;
+  bool failed = false;
+  TextCallback print = [](std::string_view piece, int32_t) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  std::string line;
+  while (true) {
+    if (interactive) {
+      std::printf("> ");
+      std::fflush(stdout);
+    }
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "/quit") break;
+    if (line == "/reset") {
+      session.Reset();
+      first_turn = true;
+      if (interactive) std::printf("(new conversation)\n");
+      continue;
+    }
+    if (line.empty()) continue;
+    std::vector<ChatMessage> messages;
+    if (first_turn && args.Has("--system")) messages.push_back({"system", args.Get("--system")});
+    messages.push_back({"user", line});
+    GenerateResult result;
+    Status s = GenerateChat(&session, messages, chat, options, print, &result);
+    std::printf("\n");
+    std::fflush(stdout);
+    if (!s.ok()) {
+      // The session is unchanged after an error, so the chat can go on.
+      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+      failed = true;
+      continue;
+    }
+    first_turn = false;
+  }
+  // A scripted chat (stdin from a pipe) reports a failed turn in its status.
+  return failed && !interactive ? kExitError : kExitOk;
+}
+
+}  // namespace pocket::cli

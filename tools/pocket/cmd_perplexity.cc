@@ -1,0 +1,130 @@
+// `pocket perplexity`: perplexity of a text file, scored in independent
+// windows of --ctx tokens (each window starts a fresh cache; the first
+// token of a window is context only and is not scored).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tools/pocket/commands.h"
+#include "tools/pocket/model_flags.h"
+#include "util/json_util.h"
+
+namespace pocket::cli {
+
+namespace {
+
+const char kPerplexityHelp[] =
+    "usage: pocket perplexity -m FILE -f TEXT_FILE [--ctx N] [--json] [options]\n\n"
+    "  -f, --file FILE       UTF-8 text to score (required)\n"
+    "  --ctx N               window length in tokens (default: min(context, 512))\n"
+    "  --json                print {\"perplexity\", \"nll\", \"tokens\", \"windows\"}\n";
+
+// -log softmax(row)[target], in double for a stable sum over many tokens.
+double NegLogProb(const float* row, size_t vocab, int32_t target) {
+  double max = row[0];
+  for (size_t i = 1; i < vocab; ++i) max = std::max(max, static_cast<double>(row[i]));
+  double sum = 0;
+  for (size_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - max);
+  return max + std::log(sum) - static_cast<double>(row[target]);
+}
+
+}  // namespace
+
+int CmdPerplexity(int argc, char** argv) {
+  std::vector<std::string> values = ModelValueFlags();
+  values.push_back("-f|--file");
+  values.push_back("--ctx");
+  Args args(values, {"-h|--help", "--json"});
+  if (!args.Parse(argc, argv)) {
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kPerplexityHelp);
+    return kExitUsage;
+  }
+  if (args.Has("-h")) {
+    std::printf("%s%s", kPerplexityHelp, kModelFlagsHelp);
+    return kExitOk;
+  }
+  if (!args.Has("-f")) {
+    std::fprintf(stderr, "error: -f TEXT_FILE is required\n");
+    return kExitUsage;
+  }
+  int64_t ctx = 0;
+  if (!args.GetInt("--ctx", &ctx) || ctx < 0 || ctx == 1) {
+    std::fprintf(stderr, "error: --ctx needs an integer >= 2\n");
+    return kExitUsage;
+  }
+  std::ifstream in(args.Get("-f"), std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "error: cannot open '%s'\n", args.Get("-f").c_str());
+    return kExitError;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+
+  LoadedModel loaded;
+  int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);
+  if (rc != kExitOk) return rc;
+  const Model& model = *loaded.model;
+  const ModelConfig& config = model.config();
+  if (ctx == 0) ctx = std::min<int64_t>(config.context, 512);
+  if (ctx > config.context) {
+    std::fprintf(stderr, "error: --ctx %lld exceeds the model's context of %d tokens\n",
+                 static_cast<long long>(ctx), config.context);
+    return kExitUsage;
+  }
+  auto encoded = model.tokenizer().Encode(buffer.str(), true);
+  if (!encoded.ok()) {
+    std::fprintf(stderr, "error: %s: %s\n", args.Get("-f").c_str(),
+                 encoded.status().ToString().c_str());
+    return kExitError;
+  }
+  const bool bos = config.add_bos && config.bos_id >= 0;
+  // With BOS each window is BOS + (ctx - 1) text tokens.
+  const size_t text_per_window = static_cast<size_t>(ctx) - (bos ? 1 : 0);
+  const std::vector<int32_t>& text = *encoded;
+  if (text.size() < (bos ? 1u : 2u)) {
+    std::fprintf(stderr, "error: the text has too few tokens to score\n");
+    return kExitError;
+  }
+
+  Session session(&model, loaded.session);
+  const size_t vocab = static_cast<size_t>(config.vocab);
+  double nll = 0;
+  size_t scored = 0, windows = 0;
+  std::vector<float> logits;
+  for (size_t start = 0; start < text.size(); start += text_per_window) {
+    const size_t end = std::min(text.size(), start + text_per_window);
+    std::vector<int32_t> window(text.begin() + start, text.begin() + end);
+    if (bos) window.insert(window.begin(), config.bos_id);
+    if (window.size() < 2) break;
+    session.Reset();
+    Status s = session.Eval(window, LogitsMode::kAll, &logits);
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+      return kExitError;
+    }
+    for (size_t p = 0; p + 1 < window.size(); ++p) {
+      nll += NegLogProb(logits.data() + p * vocab, vocab, window[p + 1]);
+      ++scored;
+    }
+    ++windows;
+  }
+  const double mean = nll / static_cast<double>(scored);
+  const double ppl = std::exp(mean);
+  if (args.Has("--json")) {
+    Json out = Json::object();
+    out["perplexity"] = ppl;
+    out["nll"] = mean;
+    out["tokens"] = scored;
+    out["windows"] = windows;
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    std::printf("perplexity %.4f (mean NLL %.6f over %zu tokens in %zu windows of <= %lld)\n", ppl,
+                mean, scored, windows, static_cast<long long>(ctx));
+  }
+  return kExitOk;
+}
+
+}  // namespace pocket::cli

@@ -1,0 +1,145 @@
+#include "tools/pocket/model_flags.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "tools/pocket/commands.h"
+
+namespace pocket::cli {
+
+std::vector<std::string> ModelValueFlags() {
+  return {"-m|--model", "-t|--threads", "--kv", "--budget", "--kv-policy", "--backend"};
+}
+
+std::vector<std::string> SamplingValueFlags() {
+  return {"-n|--n-predict", "--temp",           "--top-k", "--top-p",
+          "--min-p",        "--repeat-penalty", "--seed",  "--stop"};
+}
+
+const char kModelFlagsHelp[] =
+    "  -m, --model FILE      the .pocket model (required)\n"
+    "  -t, --threads N       compute threads (default: all cores)\n"
+    "  --kv f16|f32          KV cache element type (default f16)\n"
+    "  --backend cpu         compute backend; this build has cpu only\n"
+    "  --budget MIB          memory budget in MiB (0 = unlimited); checked and stored,\n"
+    "                        enforced by a later release\n"
+    "  --kv-policy error|slide  what to do when the budget is reached; checked and\n"
+    "                        stored, enforced by a later release\n";
+
+const char kSamplingFlagsHelp[] =
+    "  -n, --n-predict N     maximum new tokens (default: the model's max_new_tokens)\n"
+    "  --temp T              temperature; 0 = greedy (default: the model's)\n"
+    "  --top-k K             keep the K most likely tokens (0 = off)\n"
+    "  --top-p P             nucleus sampling (1 = off)\n"
+    "  --min-p P             drop tokens below P * p(top) (0 = off)\n"
+    "  --repeat-penalty R    penalty on recent tokens (1 = off)\n"
+    "  --seed S              sampling seed (default: random)\n"
+    "  --stop STR            stop when STR appears (not printed); repeatable\n"
+    "  --ignore-eos          do not stop at end-of-sequence tokens\n";
+
+int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
+  const std::string path = args.Get("-m");
+  if (path.empty()) {
+    std::fprintf(stderr, "error: -m FILE is required (see --help)\n");
+    return kExitUsage;
+  }
+  int64_t threads = 0, budget = 0;
+  if (!args.GetInt("-t", &threads) || !args.GetInt("--budget", &budget)) {
+    std::fprintf(stderr, "error: %s\n", args.error().c_str());
+    return kExitUsage;
+  }
+  if (threads < 0 || threads > 1024) {
+    std::fprintf(stderr, "error: -t must be in [0, 1024] (0 = all cores), got %lld\n",
+                 static_cast<long long>(threads));
+    return kExitUsage;
+  }
+  if (budget < 0) {
+    std::fprintf(stderr, "error: --budget must be >= 0 MiB (0 = unlimited)\n");
+    return kExitUsage;
+  }
+  const std::string policy = args.Get("--kv-policy", "error");
+  if (policy != "error" && policy != "slide") {
+    std::fprintf(stderr, "error: --kv-policy must be 'error' or 'slide', got '%s'\n",
+                 policy.c_str());
+    return kExitUsage;
+  }
+  out->session = SessionOptions();
+  out->session.kv_type = default_kv;
+  if (args.Has("--kv")) {
+    const std::string kv = args.Get("--kv");
+    if (kv == "f16") {
+      out->session.kv_type = cpu::KvType::kF16;
+    } else if (kv == "f32") {
+      out->session.kv_type = cpu::KvType::kF32;
+    } else {
+      std::fprintf(stderr, "error: --kv '%s' is not supported by this build; use f16 or f32\n",
+                   kv.c_str());
+      return kExitUsage;
+    }
+  }
+  ModelOptions options;
+  options.threads = static_cast<int>(threads);
+  options.backend = args.Get("--backend", "cpu");
+  const auto start = std::chrono::steady_clock::now();
+  auto model = Model::Load(path, options);
+  if (!model.ok()) {
+    std::fprintf(stderr, "error: %s\n", model.status().ToString().c_str());
+    return kExitError;
+  }
+  out->load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out->model = std::move(model).value();
+  return kExitOk;
+}
+
+std::vector<std::string> AllValues(int argc, char** argv, const std::string& flag) {
+  std::vector<std::string> values;
+  const std::string with_eq = flag + "=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a == flag && i + 1 < argc) {
+      values.push_back(argv[++i]);
+    } else if (a.rfind(with_eq, 0) == 0) {
+      values.push_back(a.substr(with_eq.size()));
+    }
+  }
+  return values;
+}
+
+int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig& config,
+                            GenerateOptions* out) {
+  const GenerationDefaults& g = config.generation;
+  double temp = g.temperature, top_p = g.top_p, min_p = g.min_p, rp = g.repeat_penalty;
+  int64_t top_k = g.top_k, n = g.max_new_tokens;
+  int64_t seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+  if (!args.GetDouble("--temp", &temp) || !args.GetDouble("--top-p", &top_p) ||
+      !args.GetDouble("--min-p", &min_p) || !args.GetDouble("--repeat-penalty", &rp) ||
+      !args.GetInt("--top-k", &top_k) || !args.GetInt("-n", &n) || !args.GetInt("--seed", &seed)) {
+    std::fprintf(stderr, "error: %s\n", args.error().c_str());
+    return kExitUsage;
+  }
+  if (n < 0 || n > (1 << 30)) {
+    std::fprintf(stderr, "error: -n must be >= 0, got %lld\n", static_cast<long long>(n));
+    return kExitUsage;
+  }
+  *out = GenerateOptions();
+  out->sampling.temperature = static_cast<float>(temp);
+  out->sampling.top_k = static_cast<int32_t>(top_k);
+  out->sampling.top_p = static_cast<float>(top_p);
+  out->sampling.min_p = static_cast<float>(min_p);
+  out->sampling.repeat_penalty = static_cast<float>(rp);
+  out->sampling.seed = static_cast<uint64_t>(seed);
+  out->max_new_tokens = static_cast<int32_t>(n);
+  out->ignore_eos = args.Has("--ignore-eos");
+  out->stop_strings = AllValues(argc, argv, "--stop");
+  Status valid = ValidateSamplingParams(out->sampling, config.vocab);
+  if (!valid.ok()) {
+    std::fprintf(stderr, "error: %s\n", valid.message().c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace pocket::cli

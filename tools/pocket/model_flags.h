@@ -1,0 +1,39 @@
+// Flags shared by the generation subcommands (run, chat, logits,
+// perplexity, bench): model loading, threads, KV type, budget, sampling.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "tools/pocket/args.h"
+
+namespace pocket::cli {
+
+// Flag specs to add to an Args parser.
+std::vector<std::string> ModelValueFlags();     // -m, -t, --kv, --budget, --kv-policy, --backend
+std::vector<std::string> SamplingValueFlags();  // -n, --temp, --top-k, ..., --seed
+extern const char kModelFlagsHelp[];
+extern const char kSamplingFlagsHelp[];
+
+// Reads the model flags. Returns an exit code (kExitOk on success) and
+// prints the error to stderr otherwise.
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  SessionOptions session;
+  double load_ms = 0;
+};
+int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out);
+
+// Sampling and limits: config.generation defaults, overridden by flags;
+// --temp 0 is greedy. Returns an exit code.
+int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig& config,
+                            GenerateOptions* out);
+
+// Every value given for a repeatable flag (--stop A --stop B, --stop=C).
+std::vector<std::string> AllValues(int argc, char** argv, const std::string& flag);
+
+}  // namespace pocket::cli

@@ -1,0 +1,81 @@
+#include "tools/pocket/tokenizer_source.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "format/reader.h"
+#include "tools/pocket/commands.h"
+
+namespace pocket::cli {
+namespace {
+
+bool ReadWholeFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return static_cast<bool>(in) || in.eof();
+}
+
+std::string SiblingConfig(const std::string& tokenizer_json_path) {
+  const size_t slash = tokenizer_json_path.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string() : tokenizer_json_path.substr(0, slash + 1);
+  return dir + "tokenizer_config.json";
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Load(const Args& args) {
+  if (args.Has("-m")) {
+    POCKET_ASSIGN_OR_RETURN(std::unique_ptr<PocketFile> file, PocketFile::Open(args.Get("-m")));
+    return Tokenizer::FromBlob(file->tokenizer_blob());
+  }
+  std::string text;
+  if (args.Has("--spm-model")) {
+    const std::string path = args.Get("--spm-model");
+    if (!ReadWholeFile(path, &text)) {
+      return Errorf(StatusCode::kIoError, "cannot read SentencePiece model '%s'", path.c_str());
+    }
+    return Tokenizer::FromSentencePiece(text);
+  }
+  const std::string path = args.Get("--tokenizer-json");
+  if (!ReadWholeFile(path, &text)) {
+    return Errorf(StatusCode::kIoError, "cannot read tokenizer.json '%s'", path.c_str());
+  }
+  std::string config;
+  if (!ReadWholeFile(SiblingConfig(path), &config)) config.clear();
+  return Tokenizer::FromHfJson(text, config);
+}
+
+}  // namespace
+
+const char kTokenizerSourceHelp[] =
+    "  -m, --model FILE       the tokenizer of a .pocket model\n"
+    "  --tokenizer-json FILE  a Hugging Face tokenizer.json (tokenizer_config.json\n"
+    "                         next to it is read too, when present)\n"
+    "  --spm-model FILE       a SentencePiece .model file\n";
+
+std::vector<std::string> TokenizerSourceFlags() {
+  return {"-m|--model", "--tokenizer-json", "--spm-model"};
+}
+
+int LoadTokenizerFromArgs(const Args& args, const char* cmd, std::unique_ptr<Tokenizer>* out) {
+  const int sources = args.Has("-m") + args.Has("--tokenizer-json") + args.Has("--spm-model");
+  if (sources != 1) {
+    std::fprintf(stderr,
+                 "pocket %s: give exactly one of -m FILE, --tokenizer-json FILE, "
+                 "--spm-model FILE (see --help)\n",
+                 cmd);
+    return kExitUsage;
+  }
+  StatusOr<std::unique_ptr<Tokenizer>> tok = Load(args);
+  if (!tok.ok()) {
+    std::fprintf(stderr, "pocket %s: %s\n", cmd, tok.status().ToString().c_str());
+    return kExitError;
+  }
+  *out = std::move(tok).value();
+  return kExitOk;
+}
+
+}  // namespace pocket::cli
