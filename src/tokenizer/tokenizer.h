@@ -68,6 +68,9 @@ class Tokenizer {
   int32_t bos_id() const;  // -1 when none
   int32_t eos_id() const;  // -1 when none
   bool IsSpecial(int32_t id) const;  // control / added special tokens
+  // Whether Decode drops one leading space of the first text token (the
+  // SentencePiece dummy prefix); StreamDecoder applies the same rule.
+  bool StripsLeadingSpace() const;
 
  private:
   explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);

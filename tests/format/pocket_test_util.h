@@ -4,6 +4,8 @@
 // a file and recompute its CRCs so corruption reaches the deeper checks.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -28,8 +30,10 @@ inline void WriteFileBytes(const std::string& path, const Bytes& b) {
   out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
+// Unique per process: ctest runs tests of one binary in parallel processes.
 inline std::string TempPath(const std::string& name) {
-  return std::string(POCKET_BINARY_DIR) + "/format_test_" + name;
+  return std::string(POCKET_BINARY_DIR) + "/format_test_" + std::to_string(::getpid()) + "_" +
+         name;
 }
 
 template <typename T>
