@@ -1,7 +1,7 @@
 // Chat prompts: messages rendered with the model's template. Known templates
 // (recognised by the converter from tokenizer_config.json) are implemented
 // natively and render exactly as Hugging Face's Jinja does; a user-supplied
-// template uses the small placeholder language in docs/chat.md.
+// template uses the small "{{content}}" template language in docs/chat.md.
 #pragma once
 
 #include <string>
@@ -24,7 +24,7 @@ struct ChatOptions {
 };
 
 // Kinds: "qwen3", "chatml" (Qwen2), "llama2", "llama3", "custom" (template
-// text in our placeholder language), "none" (plain concatenation).
+// text in our template language), "none" (plain concatenation).
 StatusOr<std::string> RenderChat(const std::string& kind, const std::string& template_text,
                                  const std::vector<ChatMessage>& messages,
                                  const ChatOptions& options);

@@ -29,7 +29,7 @@ inline std::string DataPath(const std::string& rel) {
 inline std::string MakeTempDir(const std::string& tag) {
   const std::string root = std::string(POCKET_BINARY_DIR) + "/convert_test_tmp";
   ::mkdir(root.c_str(), 0755);
-  std::string templ = root + "/" + tag + "XXXXXX";
+  std::string templ = root + "/" + tag + std::string(6, 'X');  // mkdtemp pattern
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   EXPECT_NE(::mkdtemp(buf.data()), nullptr);

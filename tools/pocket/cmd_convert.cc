@@ -1,6 +1,5 @@
 // `pocket convert SRC -o OUT.pocket`: Hugging Face directories and llama2.c
 // checkpoints to .pocket (docs/convert.md).
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include "convert/converter.h"
 #include "tools/pocket/args.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/progress.h"
 
 namespace pocket::cli {
 namespace {
@@ -56,14 +56,13 @@ int CmdConvert(int argc, char** argv) {
   ConvertOptions options;
   options.quant = *quant;
   options.tokenizer_path = args.Get("--tokenizer");
-  const bool tty = ::isatty(STDERR_FILENO);
-  options.progress = [tty](size_t i, size_t total, const std::string& name) {
-    std::fprintf(stderr, tty ? "\r\033[K[%zu/%zu] %s" : "[%zu/%zu] %s\n", i + 1, total,
-                 name.c_str());
-  };
   const auto start = std::chrono::steady_clock::now();
-  auto stats = ConvertModel(args.positional()[0], args.Get("-o"), options);
-  if (tty) std::fputc('\n', stderr);
+  StatusOr<ConvertStats> stats = Status::Ok();
+  {
+    StderrProgress progress;
+    options.progress = progress.Callback();
+    stats = ConvertModel(args.positional()[0], args.Get("-o"), options);
+  }
   if (!stats.ok()) {
     std::fprintf(stderr, "pocket convert: %s\n", stats.status().ToString().c_str());
     return kExitError;

@@ -1,6 +1,5 @@
 // `pocket synth --preset NAME -o OUT`: a model with deterministic random
 // weights and the exact shapes of a preset (docs/convert.md).
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include "convert/synth.h"
 #include "tools/pocket/args.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/progress.h"
 
 namespace pocket::cli {
 namespace {
@@ -81,18 +81,16 @@ int CmdSynth(int argc, char** argv) {
   options.tokenizer_path = args.Get("--tokenizer", DefaultTokenizer(preset));
 
   const auto start = std::chrono::steady_clock::now();
-  const bool tty = ::isatty(STDERR_FILENO);
   auto model = SynthesizeModel(options);
   if (!model.ok()) {
     std::fprintf(stderr, "pocket synth: %s\n", model.status().ToString().c_str());
     return kExitError;
   }
-  auto stats = WritePocketModel(
-      *model, *quant, args.Get("-o"), [tty](size_t i, size_t total, const std::string& name) {
-        std::fprintf(stderr, tty ? "\r\033[K[%zu/%zu] %s" : "[%zu/%zu] %s\n", i + 1, total,
-                     name.c_str());
-      });
-  if (tty) std::fputc('\n', stderr);
+  StatusOr<ConvertStats> stats = Status::Ok();
+  {
+    StderrProgress progress;
+    stats = WritePocketModel(*model, *quant, args.Get("-o"), progress.Callback());
+  }
   if (!stats.ok()) {
     std::fprintf(stderr, "pocket synth: %s\n", stats.status().ToString().c_str());
     return kExitError;
