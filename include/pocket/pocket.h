@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 1
+#define POCKET_API_VERSION 2
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -47,10 +47,10 @@ typedef enum pocket_status {
 } pocket_status;
 
 typedef enum pocket_stop_reason {
-  POCKET_STOP_EOS = 0,         /* the model produced a stop token */
-  POCKET_STOP_LENGTH = 1,      /* max_new_tokens reached */
-  POCKET_STOP_STRING = 2,      /* a stop string was produced */
-  POCKET_STOP_CANCELLED = 3    /* the callback returned non-zero */
+  POCKET_STOP_EOS = 0,      /* the model produced a stop token */
+  POCKET_STOP_LENGTH = 1,   /* max_new_tokens reached */
+  POCKET_STOP_STRING = 2,   /* a stop string was produced */
+  POCKET_STOP_CANCELLED = 3 /* the callback returned non-zero */
 } pocket_stop_reason;
 
 typedef enum pocket_log_level {
@@ -109,10 +109,19 @@ pocket_status pocket_detokenize(const pocket_model* model, const int32_t* ids, s
 
 typedef struct pocket_session_options {
   uint32_t struct_size;
-  int32_t kv_type; /* 0 = f16 (default), 1 = f32 */
+  int32_t kv_type; /* 0 = f16 (default), 1 = f32, 2 = q8 (int8 + a scale per head) */
+  /* Since API version 2. */
+  uint64_t budget_bytes; /* everything the session holds, weights included;
+                            default 300 MiB, 0 = unlimited */
+  int32_t kv_policy;     /* at the budget: 0 = fail with POCKET_BUDGET_EXCEEDED
+                            (default), 1 = slide: keep the first sink tokens and
+                            the newest ones, dropping the oldest in between */
+  int32_t sink_tokens;   /* slide: tokens at the start never dropped (default 4) */
 } pocket_session_options;
 void pocket_session_options_init(pocket_session_options* options);
 
+/* POCKET_BUDGET_EXCEEDED when the budget cannot hold the weights, scratch
+ * buffers and logits plus one KV page; the message names the numbers. */
 pocket_status pocket_session_new(pocket_model* model, const pocket_session_options* options,
                                  pocket_session** out);
 void pocket_session_free(pocket_session* session);
@@ -121,25 +130,48 @@ pocket_status pocket_session_reset(pocket_session* session);
 /* Tokens held in the session's KV cache. */
 int32_t pocket_session_position(const pocket_session* session);
 
+/* What a session holds, in bytes, by category (since API version 2). */
+typedef struct pocket_memory_usage {
+  uint32_t struct_size;
+  uint64_t weights;          /* mapped weight pages the model reads (counted in full) */
+  uint64_t weights_resident; /* of the mapped file, resident right now */
+  uint64_t model;            /* tokenizer, plan, the file's other sections */
+  uint64_t kv;               /* KV cache pages */
+  uint64_t scratch;          /* activation buffers */
+  uint64_t logits;           /* logits row and sampling candidates */
+  uint64_t total;            /* weights + model + kv + scratch + logits */
+  uint64_t budget;           /* 0 = unlimited */
+  uint64_t max_tokens;       /* tokens the budget and the context allow */
+  uint64_t tokens;           /* tokens held */
+} pocket_memory_usage;
+void pocket_memory_usage_init(pocket_memory_usage* usage);
+pocket_status pocket_session_memory(const pocket_session* session, pocket_memory_usage* usage);
+
+/* Saves the session's tokens and KV cache to `path`; loading restores them
+ * into a session of the same model file and KV type (anything else is an
+ * error, and a failed load leaves the session as it was). */
+pocket_status pocket_session_save(const pocket_session* session, const char* path);
+pocket_status pocket_session_load(pocket_session* session, const char* path);
+
 /* Teacher-forced evaluation: appends `tokens` to the session and, when
  * `logits` is not NULL, writes the next-token logits of the last one
  * (vocab_size floats). */
-pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens,
-                                  size_t n_tokens, float* logits);
+pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens, size_t n_tokens,
+                                  float* logits);
 
 typedef struct pocket_sampling {
   uint32_t struct_size;
-  float temperature;        /* 0 = greedy */
-  int32_t top_k;            /* 0 = off */
-  float top_p;              /* 1 = off */
-  float min_p;              /* 0 = off */
-  float repeat_penalty;     /* 1 = off */
-  int32_t repeat_last_n;    /* window for the penalties; -1 = all */
-  float frequency_penalty;  /* 0 = off */
-  float presence_penalty;   /* 0 = off */
+  float temperature;       /* 0 = greedy */
+  int32_t top_k;           /* 0 = off */
+  float top_p;             /* 1 = off */
+  float min_p;             /* 0 = off */
+  float repeat_penalty;    /* 1 = off */
+  int32_t repeat_last_n;   /* window for the penalties; -1 = all */
+  float frequency_penalty; /* 0 = off */
+  float presence_penalty;  /* 0 = off */
   uint64_t seed;
-  int32_t max_new_tokens;   /* <= 0: the model's default */
-  int32_t ignore_eos;       /* non-zero: do not stop on stop tokens */
+  int32_t max_new_tokens; /* <= 0: the model's default */
+  int32_t ignore_eos;     /* non-zero: do not stop on stop tokens */
   const char* const* stop_strings;
   size_t n_stop_strings;
 } pocket_sampling;
@@ -153,8 +185,8 @@ typedef int (*pocket_text_fn)(const char* text, size_t len, int32_t token_id, vo
 
 typedef struct pocket_generation {
   uint32_t struct_size;
-  int32_t n_prompt_tokens;    /* tokens prefilled by this call */
-  int32_t n_generated;        /* tokens generated */
+  int32_t n_prompt_tokens; /* tokens prefilled by this call */
+  int32_t n_generated;     /* tokens generated */
   pocket_stop_reason stop_reason;
   double prefill_seconds;
   double decode_seconds;
@@ -169,7 +201,7 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
                               void* user_data, pocket_generation* result);
 
 typedef struct pocket_message {
-  const char* role;    /* "system", "user" or "assistant" */
+  const char* role; /* "system", "user" or "assistant" */
   const char* content;
 } pocket_message;
 
@@ -178,9 +210,8 @@ typedef struct pocket_message {
  * messages: earlier turns stay in the KV cache and are not recomputed.
  * enable_thinking: Qwen3's thinking switch (0 renders the empty think block). */
 pocket_status pocket_chat(pocket_session* session, const pocket_message* messages,
-                          size_t n_messages, int enable_thinking,
-                          const pocket_sampling* sampling, pocket_text_fn callback,
-                          void* user_data, pocket_generation* result);
+                          size_t n_messages, int enable_thinking, const pocket_sampling* sampling,
+                          pocket_text_fn callback, void* user_data, pocket_generation* result);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -51,6 +51,10 @@ struct SessionOptions : pocket_session_options {
   SessionOptions() { pocket_session_options_init(this); }
 };
 
+struct MemoryUsage : pocket_memory_usage {
+  MemoryUsage() { pocket_memory_usage_init(this); }
+};
+
 struct Generation : pocket_generation {
   Generation() { pocket_generation_init(this); }
   std::string text;  // the whole generated text
@@ -125,8 +129,7 @@ class Model {
 class Session {
  public:
   Session() = default;
-  Session(Session&& other) noexcept
-      : s_(std::exchange(other.s_, nullptr)), model_(other.model_) {}
+  Session(Session&& other) noexcept : s_(std::exchange(other.s_, nullptr)), model_(other.model_) {}
   Session& operator=(Session&& other) noexcept {
     std::swap(s_, other.s_);
     std::swap(model_, other.model_);
@@ -136,6 +139,14 @@ class Session {
 
   Status Reset() { return Status(pocket_session_reset(s_)); }
   int32_t position() const { return pocket_session_position(s_); }
+
+  // Bytes held by category, the budget and the tokens it allows.
+  Status Memory(MemoryUsage* usage) const { return Status(pocket_session_memory(s_, usage)); }
+  // Tokens and KV cache to a file, and back (same model file and KV type).
+  Status Save(const std::string& path) const {
+    return Status(pocket_session_save(s_, path.c_str()));
+  }
+  Status Load(const std::string& path) { return Status(pocket_session_load(s_, path.c_str())); }
 
   // Appends tokens; fills the last token's next-token logits when non-null.
   Status Eval(const std::vector<int32_t>& tokens, std::vector<float>* logits) {
@@ -157,8 +168,8 @@ class Session {
     return Status(pocket_generate(s_, prompt.c_str(), &raw, &Call::Trampoline, &call, r));
   }
 
-  Status Chat(const std::vector<Message>& messages, bool enable_thinking,
-              const Sampling& sampling, const OnText& on_text, Generation* result = nullptr) {
+  Status Chat(const std::vector<Message>& messages, bool enable_thinking, const Sampling& sampling,
+              const OnText& on_text, Generation* result = nullptr) {
     Generation local;
     Generation* r = result != nullptr ? result : &local;
     Call call{&on_text, r};

@@ -3,7 +3,9 @@
 // are scored in blocks of kScoreBlock; each block rescales the running sum
 // and output by exp(old_max - new_max) and adds its exp(score - new_max)
 // weighted V rows. Scores, exponentials (Highway's vector Exp) and the output
-// accumulator are all f32; K/V are read as stored (f32 or f16) and widened.
+// accumulator are all f32; K/V are read as stored and widened (f16), or as
+// q8 codes whose row scale multiplies the score or the softmax weight once
+// per row instead of every value.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_INL_H_
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
@@ -71,11 +74,74 @@ HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight, const T* HWY
   for (; i < count; ++i) acc[i] += weight * ScalarF32(v + i);
 }
 
+// x[n] = H x in place, H the orthonormal Walsh-Hadamard matrix of order n (a
+// power of two; H is its own inverse), by the fast butterfly transform.
+HWY_INLINE void Hadamard(float* HWY_RESTRICT x, size_t n) {
+  for (size_t len = 1; len < n; len *= 2) {
+    for (size_t i = 0; i < n; i += 2 * len) {
+      for (size_t j = i; j < i + len; ++j) {
+        const float a = x[j], b = x[j + len];
+        x[j] = a + b;
+        x[j + len] = a - b;
+      }
+    }
+  }
+  const float norm = 1.0f / std::sqrt(static_cast<float>(n));
+  for (size_t i = 0; i < n; ++i) x[i] *= norm;
+}
+
+// q8 codes widened to f32 lanes.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadI8(D d, const int8_t* HWY_RESTRICT p) {
+  const hn::RebindToSigned<D> di;
+  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, D>(), p)));
+}
+
+// Sum of x[0, count) * codes[0, count) (the q8 row's scale is applied by the
+// caller, once per row).
+HWY_INLINE float Dot(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRICT codes, size_t count) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto acc = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= count; i += N) acc = hn::MulAdd(hn::LoadU(d, x + i), LoadI8(d, codes + i), acc);
+  float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; i < count; ++i) sum += x[i] * static_cast<float>(codes[i]);
+  return sum;
+}
+
+// acc[count] += weight * codes[count].
+HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight,
+                             const int8_t* HWY_RESTRICT codes, size_t count) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto vw = hn::Set(d, weight);
+  size_t i = 0;
+  for (; i + N <= count; i += N) {
+    hn::StoreU(hn::MulAdd(vw, LoadI8(d, codes + i), hn::LoadU(d, acc + i)), d, acc + i);
+  }
+  for (; i < count; ++i) acc[i] += weight * static_cast<float>(codes[i]);
+}
+
 // Address of kv head `kv_offset / head_dim` of cache position t.
 template <typename T>
 HWY_INLINE const T* KvHeadRow(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
   return static_cast<const T*>(pages[t / kv.page_tokens]) + (t % kv.page_tokens) * kv.row_stride +
          kv_offset;
+}
+
+// The factor that turns the stored values of that head row into f32: its
+// f16 scale for q8 codes (ops.h gives the page layout), 1 otherwise.
+template <typename T>
+HWY_INLINE float KvHeadScale(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
+  if constexpr (std::is_same_v<T, int8_t>) {
+    const uint8_t* page = static_cast<const uint8_t*>(pages[t / kv.page_tokens]);
+    const size_t heads = kv.row_stride / kv.head_dim;
+    return HalfAt(page + kv.page_tokens * kv.row_stride +
+                  ((t % kv.page_tokens) * heads + kv_offset / kv.head_dim) * 2);
+  } else {
+    return 1.0f;
+  }
 }
 
 // out[head_dim] = softmax(q . K[0, len) * scale) V[0, len) for one head.
@@ -91,7 +157,9 @@ HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t
     const size_t count = std::min(kScoreBlock, len - p0);
     float block_max = -INFINITY;
     for (size_t p = 0; p < count; ++p) {
-      scores[p] = Dot(q, KvHeadRow<T>(kv, kv.k_pages, p0 + p, kv_offset), head_dim) * scale;
+      const size_t t = p0 + p;
+      scores[p] = Dot(q, KvHeadRow<T>(kv, kv.k_pages, t, kv_offset), head_dim) *
+                  (KvHeadScale<T>(kv, kv.k_pages, t, kv_offset) * scale);
       block_max = std::max(block_max, scores[p]);
     }
     const float new_max = std::max(running_max, block_max);
@@ -100,7 +168,9 @@ HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t
     running_sum = running_sum * correction + ExpShifted(scores, count, new_max);
     if (correction != 1.0f) ScaleRow(out, correction, head_dim);
     for (size_t p = 0; p < count; ++p) {
-      AddScaledRow(out, scores[p], KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset), head_dim);
+      const size_t t = p0 + p;
+      AddScaledRow(out, scores[p] * KvHeadScale<T>(kv, kv.v_pages, t, kv_offset),
+                   KvHeadRow<T>(kv, kv.v_pages, t, kv_offset), head_dim);
     }
     running_max = new_max;
   }

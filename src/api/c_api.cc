@@ -3,9 +3,11 @@
 // sizes, enum values. Errors set the calling thread's last-error string.
 #include "pocket/pocket.h"
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/generate.h"
@@ -47,6 +49,11 @@ template <typename T>
 bool SizeOk(const T* s, size_t v1_size) {
   return s == nullptr || s->struct_size >= v1_size;
 }
+
+// Whether the caller's versioned struct (of its struct_size) has `field`;
+// fields it lacks keep their defaults.
+#define POCKET_HAS(s, field) \
+  ((s)->struct_size >= offsetof(std::remove_pointer_t<decltype(s)>, field) + sizeof((s)->field))
 
 pocket_stop_reason StopReason(const std::string& stop) {
   if (stop == "eos") return POCKET_STOP_EOS;
@@ -222,6 +229,10 @@ void pocket_session_options_init(pocket_session_options* options) {
   if (options == nullptr) return;
   std::memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
+  const pocket::SessionOptions defaults;
+  options->budget_bytes = defaults.budget_bytes;
+  options->kv_policy = 0;
+  options->sink_tokens = static_cast<int32_t>(defaults.sink_tokens);
 }
 
 pocket_status pocket_session_new(pocket_model* model, const pocket_session_options* options,
@@ -229,23 +240,39 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
   if (out == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_new: out is NULL");
   *out = nullptr;
   if (model == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_new: model is NULL");
-  if (!SizeOk(options, sizeof(pocket_session_options))) {
+  if (!SizeOk(options, offsetof(pocket_session_options, budget_bytes))) {
     return Fail(POCKET_INVALID_ARGUMENT,
                 "pocket_session_options.struct_size is too small: call "
                 "pocket_session_options_init() first");
   }
   pocket::SessionOptions opts;
   if (options != nullptr) {
-    if (options->kv_type == 0) {
-      opts.kv_type = pocket::cpu::KvType::kF16;
-    } else if (options->kv_type == 1) {
-      opts.kv_type = pocket::cpu::KvType::kF32;
-    } else {
+    constexpr pocket::cpu::KvType kTypes[] = {pocket::cpu::KvType::kF16, pocket::cpu::KvType::kF32,
+                                              pocket::cpu::KvType::kQ8};
+    if (options->kv_type < 0 || options->kv_type > 2) {
       return Fail(POCKET_INVALID_ARGUMENT,
-                  "pocket_session_options.kv_type must be 0 (f16) or 1 (f32)");
+                  "pocket_session_options.kv_type must be 0 (f16), 1 (f32) or 2 (q8)");
+    }
+    opts.kv_type = kTypes[options->kv_type];
+    if (POCKET_HAS(options, budget_bytes)) opts.budget_bytes = options->budget_bytes;
+    if (POCKET_HAS(options, kv_policy)) {
+      if (options->kv_policy != 0 && options->kv_policy != 1) {
+        return Fail(POCKET_INVALID_ARGUMENT,
+                    "pocket_session_options.kv_policy must be 0 (error) or 1 (slide)");
+      }
+      opts.kv_policy =
+          options->kv_policy == 1 ? pocket::KvPolicy::kSlide : pocket::KvPolicy::kError;
+    }
+    if (POCKET_HAS(options, sink_tokens)) {
+      if (options->sink_tokens < 0) {
+        return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_options.sink_tokens must be >= 0");
+      }
+      opts.sink_tokens = static_cast<size_t>(options->sink_tokens);
     }
   }
-  *out = new pocket_session{std::make_unique<pocket::Session>(model->model.get(), opts)};
+  auto session = pocket::Session::Create(model->model.get(), opts);
+  if (!session.ok()) return Fail(session.status());
+  *out = new pocket_session{std::move(session).value()};
   return Ok();
 }
 
@@ -261,8 +288,53 @@ int32_t pocket_session_position(const pocket_session* session) {
   return session == nullptr ? 0 : static_cast<int32_t>(session->session->position());
 }
 
-pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens,
-                                  size_t n_tokens, float* logits) {
+void pocket_memory_usage_init(pocket_memory_usage* usage) {
+  if (usage == nullptr) return;
+  std::memset(usage, 0, sizeof(*usage));
+  usage->struct_size = sizeof(*usage);
+}
+
+pocket_status pocket_session_memory(const pocket_session* session, pocket_memory_usage* usage) {
+  if (session == nullptr || usage == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_memory: NULL session or usage");
+  }
+  if (!SizeOk(usage, sizeof(pocket_memory_usage))) {
+    return Fail(POCKET_INVALID_ARGUMENT,
+                "pocket_memory_usage.struct_size is too small: call "
+                "pocket_memory_usage_init() first");
+  }
+  const pocket::MemoryUsage m = session->session->memory();
+  usage->weights = m.weights;
+  usage->weights_resident = m.weights_resident;
+  usage->model = m.model;
+  usage->kv = m.kv;
+  usage->scratch = m.scratch;
+  usage->logits = m.logits;
+  usage->total = m.total();
+  usage->budget = m.budget;
+  usage->max_tokens = m.max_tokens;
+  usage->tokens = m.tokens;
+  return Ok();
+}
+
+pocket_status pocket_session_save(const pocket_session* session, const char* path) {
+  if (session == nullptr || path == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_save: NULL session or path");
+  }
+  const pocket::Status s = session->session->Save(path);
+  return s.ok() ? Ok() : Fail(s);
+}
+
+pocket_status pocket_session_load(pocket_session* session, const char* path) {
+  if (session == nullptr || path == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_load: NULL session or path");
+  }
+  const pocket::Status s = session->session->Load(path);
+  return s.ok() ? Ok() : Fail(s);
+}
+
+pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens, size_t n_tokens,
+                                  float* logits) {
   if (session == nullptr || (tokens == nullptr && n_tokens > 0)) {
     return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_eval: NULL session or tokens");
   }
@@ -305,9 +377,8 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
 }
 
 pocket_status pocket_chat(pocket_session* session, const pocket_message* messages,
-                          size_t n_messages, int enable_thinking,
-                          const pocket_sampling* sampling, pocket_text_fn callback,
-                          void* user_data, pocket_generation* result) {
+                          size_t n_messages, int enable_thinking, const pocket_sampling* sampling,
+                          pocket_text_fn callback, void* user_data, pocket_generation* result) {
   if (session == nullptr || messages == nullptr || n_messages == 0) {
     return Fail(POCKET_INVALID_ARGUMENT, "pocket_chat: NULL session or no messages");
   }

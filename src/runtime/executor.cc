@@ -1,17 +1,56 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/ops.h"
 
 namespace pocket {
 
-void Executor::EnsureRows(size_t n) {
-  if (n <= rows_) return;
+namespace {
+
+// Rows the tail-only slots need for a chunk of n (plan.h).
+size_t TailRows(size_t n, Executor::Output output) {
+  return output == Executor::Output::kAllRows ? n : 1;
+}
+
+size_t TempFloats(const Plan& plan, size_t rows, size_t tail_rows) {
+  size_t floats = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    floats = std::max(floats, (i < plan.row_wise_tail ? rows : tail_rows) * plan.steps[i].width);
+  }
+  return floats;
+}
+
+// Resizes to exactly `size` floats when it must grow: scratch holds nothing
+// between runs, and an exact size keeps the budget's count exact.
+void Grow(std::vector<float>* v, size_t size) {
+  if (v->size() < size) std::vector<float>(size).swap(*v);
+}
+
+}  // namespace
+
+size_t Executor::ScratchBytesFor(const Plan& plan, size_t n, Output output) {
+  const size_t tail_rows = TailRows(n, output);
+  size_t floats = TempFloats(plan, n, tail_rows);
+  for (size_t s = 0; s < plan.slot_width.size(); ++s) {
+    floats += (plan.slot_tail_only[s] ? tail_rows : n) * plan.slot_width[s];
+  }
+  return floats * sizeof(float) + n * sizeof(int32_t);
+}
+
+void Executor::EnsureRows(size_t n, Output output) {
+  const size_t tail_rows = std::max(tail_rows_, TailRows(n, output));
+  n = std::max(n, rows_);
+  if (n == rows_ && tail_rows == tail_rows_) return;
   slots_.resize(plan_->slot_width.size());
-  for (size_t s = 0; s < slots_.size(); ++s) slots_[s].resize(n * plan_->slot_width[s]);
-  temp_.resize(n * plan_->max_width);
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Grow(&slots_[s], (plan_->slot_tail_only[s] ? tail_rows : n) * plan_->slot_width[s]);
+  }
+  Grow(&temp_, TempFloats(*plan_, n, tail_rows));
+  positions_.reserve(n);
   rows_ = n;
+  tail_rows_ = tail_rows;
 }
 
 size_t Executor::scratch_bytes() const {
@@ -22,7 +61,7 @@ size_t Executor::scratch_bytes() const {
 
 void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
                    cpu::ThreadPool* pool, float* logits) {
-  EnsureRows(n);
+  EnsureRows(n, output);
   positions_.resize(n);
   for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
 
@@ -34,8 +73,14 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
     const bool last_only = output == Output::kLastRow && i >= plan_->row_wise_tail;
     const size_t r0 = last_only ? n - 1 : 0;
     const size_t rows = last_only ? 1 : n;
-    auto value = [&](int k, size_t width) { return slots_[s.in[k]].data() + r0 * width; };
-    float* dst = slots_[s.out].data() + r0 * s.width;
+    // Tail-only slots hold just that row then.
+    auto row_of = [&](int slot) {
+      return last_only && plan_->slot_tail_only[static_cast<size_t>(slot)] ? 0 : r0;
+    };
+    auto value = [&](int k, size_t width) {
+      return slots_[s.in[k]].data() + row_of(s.in[k]) * width;
+    };
+    float* dst = slots_[s.out].data() + row_of(s.out) * s.width;
     const size_t count = rows * s.width;
     // Ops that cannot write over an input compute into temp_ and copy.
     auto aliased = [&](int k) { return s.in[k] == s.out; };
@@ -89,7 +134,8 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
 
   const float* result = slots_[plan_->logits_slot].data();
   if (output == Output::kLastRow) {
-    std::memcpy(logits, result + (n - 1) * plan_->vocab, plan_->vocab * sizeof(float));
+    const size_t last = plan_->slot_tail_only[static_cast<size_t>(plan_->logits_slot)] ? 0 : n - 1;
+    std::memcpy(logits, result + last * plan_->vocab, plan_->vocab * sizeof(float));
   } else if (output == Output::kAllRows) {
     std::memcpy(logits, result, n * plan_->vocab * sizeof(float));
   }

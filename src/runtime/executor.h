@@ -1,6 +1,8 @@
 // Runs a Plan over one chunk of tokens on the CPU backend. The executor owns
 // nothing but reusable scratch: values live in per-slot buffers sized for
-// the chunk, which grow on demand and are kept across calls.
+// the chunk, which grow on demand and are kept across calls. Slots only the
+// row-wise tail writes (the logits) hold one row unless every row's logits
+// are wanted, so a prefill chunk does not cost chunk x vocab floats.
 #pragma once
 
 #include <cstddef>
@@ -28,12 +30,16 @@ class Executor {
 
   // Bytes held by the scratch buffers.
   size_t scratch_bytes() const;
+  // Bytes the scratch buffers hold after running chunks of up to n tokens
+  // with `output` (for planning a memory budget before running anything).
+  static size_t ScratchBytesFor(const Plan& plan, size_t n, Output output);
 
  private:
-  void EnsureRows(size_t n);
+  void EnsureRows(size_t n, Output output);
 
   const Plan* plan_;
-  size_t rows_ = 0;  // rows every buffer can hold
+  size_t rows_ = 0;       // rows every buffer can hold
+  size_t tail_rows_ = 0;  // rows the tail-only slots can hold
   std::vector<std::vector<float>> slots_;
   std::vector<float> temp_;  // for ops whose output aliases an input
   std::vector<int32_t> positions_;

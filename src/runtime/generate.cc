@@ -36,15 +36,13 @@ bool IsStopToken(const ModelConfig& config, int32_t id) {
 // "first" means first of the whole session, so the stream decoder is primed
 // with the last token that spells text before the generated ones, and its
 // bytes are flushed away (they are not part of the reply).
-void PrimeDecoder(const std::vector<std::vector<int32_t>*>& context, const Tokenizer& tok,
+void PrimeDecoder(const std::vector<int32_t>& context, const Tokenizer& tok,
                   StreamDecoder* decoder) {
-  for (auto part = context.rbegin(); part != context.rend(); ++part) {
-    for (auto it = (*part)->rbegin(); it != (*part)->rend(); ++it) {
-      if (!tok.TokenBytes(*it).empty()) {
-        decoder->Push(*it);
-        decoder->Flush();
-        return;
-      }
+  for (auto it = context.rbegin(); it != context.rend(); ++it) {
+    if (!tok.TokenBytes(*it).empty()) {
+      decoder->Push(*it);
+      decoder->Flush();
+      return;
     }
   }
 }
@@ -57,8 +55,9 @@ struct Run {
   int32_t stop_token = -1;
 };
 
-// Prefill `input` (after any pending tokens), then decode.
-Status RunGeneration(Run* run, std::vector<int32_t> input, GenerateResult* result) {
+// Makes the cache hold `target` (reusing its longest common prefix with
+// what is cached), then decodes.
+Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResult* result) {
   Session* session = run->session;
   const ModelConfig& config = session->model().config();
   const Tokenizer& tok = session->model().tokenizer();
@@ -68,26 +67,24 @@ Status RunGeneration(Run* run, std::vector<int32_t> input, GenerateResult* resul
       opt.max_new_tokens >= 0 ? opt.max_new_tokens : config.generation.max_new_tokens;
 
   Session::Continuation* cont = session->continuation();
-  std::vector<int32_t> feed = cont->pending;
-  feed.insert(feed.end(), input.begin(), input.end());
-  if (feed.empty()) {
+  if (target.empty()) {
     return Errorf(StatusCode::kInvalidArgument,
                   "nothing to generate from: the prompt is empty and the session holds no "
                   "tokens (give a prompt, or a model that adds BOS)");
   }
   StreamDecoder decoder(&tok);
-  std::vector<int32_t> history = session->tokens();
-  PrimeDecoder({&history, &feed}, tok, &decoder);
+  PrimeDecoder(target, tok, &decoder);
 
   std::vector<float> logits;
   auto t0 = std::chrono::steady_clock::now();
-  POCKET_RETURN_IF_ERROR(session->Eval(feed, LogitsMode::kLast, &logits));
+  size_t computed = 0;
+  POCKET_RETURN_IF_ERROR(session->EvalReusingPrefix(target, LogitsMode::kLast, &logits, &computed));
   result->prefill_seconds = Seconds(t0);
-  result->prefill_tokens = static_cast<int>(feed.size());
+  result->prefill_tokens = static_cast<int>(computed);
   cont->pending.clear();
 
   Sampler sampler(opt.sampling);
-  history = session->tokens();
+  std::vector<int32_t> history = session->tokens();
   StopStringFilter filter(opt.stop_strings);
   bool cancelled = false;
   auto emit = [&](const std::string& text, int32_t id) {
@@ -120,8 +117,11 @@ Status RunGeneration(Run* run, std::vector<int32_t> input, GenerateResult* resul
       result->stop = "stop_string";
       break;
     }
-    if (static_cast<int32_t>(result->ids.size()) >= max_new ||
-        session->position() >= session->context()) {
+    // A sliding cache never fills; otherwise the context end stops here
+    // (and the budget's end fails the next Eval).
+    const bool context_full = session->options().kv_policy == KvPolicy::kError &&
+                              session->position() >= session->context();
+    if (static_cast<int32_t>(result->ids.size()) >= max_new || context_full) {
       result->stop = "length";
       break;
     }
@@ -169,8 +169,13 @@ Status Generate(Session* session, const std::string& prompt, const GenerateOptio
     ids.insert(ids.begin(), config.bos_id);
   }
   result->prompt_ids = ids;
+  // Plain text continues the session: everything cached, then the pending
+  // token, then the prompt.
+  std::vector<int32_t> target = session->tokens();
+  target.insert(target.end(), cont->pending.begin(), cont->pending.end());
+  target.insert(target.end(), ids.begin(), ids.end());
   Run run{session, &options, &on_text, false};
-  Status s = RunGeneration(&run, std::move(ids), result);
+  Status s = RunGeneration(&run, target, result);
   // Plain text breaks the chat transcript: a later chat turn starts afresh.
   if (s.ok() || s.code() == StatusCode::kCancelled) cont->in_chat = false;
   return s;
@@ -195,31 +200,38 @@ Status GenerateChat(Session* session, const std::vector<ChatMessage>& new_messag
   POCKET_ASSIGN_OR_RETURN(
       std::string full,
       RenderChat(config.chat_template_kind, config.chat_template, messages, chat_options));
-  // Feed only what the template appends to the cached conversation. When
-  // the cache does not spell a prefix of the new rendering (the template
-  // rewrites earlier turns, a reply was cut short, or plain text came
-  // before), the conversation is re-run from the start.
-  const bool continues = cont->in_chat && cont->pending.empty() && session->position() > 0 &&
+  // The tokens the cache should hold: when the cached conversation spells a
+  // prefix of the new rendering, it is kept token for token (the sampled ids
+  // need not be how the tokenizer would spell the reply) and only the text
+  // the template appends is tokenized. Otherwise (the template rewrites an
+  // earlier turn, such as Qwen3 dropping past think blocks; a reply cut by a
+  // stop string; plain text or a new conversation before) the whole
+  // rendering is tokenized. Either way only the tokens after the longest
+  // common prefix with the cache are computed.
+  const bool continues = cont->in_chat && session->position() > 0 &&
                          full.compare(0, cont->chat_text.size(), cont->chat_text) == 0;
-  std::string delta = continues ? full.substr(cont->chat_text.size()) : full;
-  POCKET_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(delta, true));
-  if (!continues) {
-    if (config.add_bos && config.bos_id >= 0 && (ids.empty() || ids[0] != config.bos_id)) {
-      ids.insert(ids.begin(), config.bos_id);
-    }
-    // Checked before Reset so a chat that cannot fit leaves the session as is.
-    if (ids.size() > session->context()) {
-      return Errorf(StatusCode::kOutOfRange,
-                    "chat of %zu tokens does not fit: context is %zu tokens; start a new chat "
-                    "or shorten the messages",
-                    ids.size(), session->context());
-    }
-    session->Reset();
-    cont = session->continuation();
+  std::vector<int32_t> target;
+  if (continues) {
+    target = session->tokens();
+    target.insert(target.end(), cont->pending.begin(), cont->pending.end());
+  }
+  POCKET_ASSIGN_OR_RETURN(
+      std::vector<int32_t> ids,
+      tok.Encode(continues ? std::string_view(full).substr(cont->chat_text.size()) : full, true));
+  if (!continues && config.add_bos && config.bos_id >= 0 &&
+      (ids.empty() || ids[0] != config.bos_id)) {
+    ids.insert(ids.begin(), config.bos_id);
+  }
+  target.insert(target.end(), ids.begin(), ids.end());
+  if (target.size() > session->context() && session->options().kv_policy == KvPolicy::kError) {
+    return Errorf(StatusCode::kOutOfRange,
+                  "chat of %zu tokens does not fit: context is %zu tokens; start a new chat "
+                  "or shorten the messages",
+                  target.size(), session->context());
   }
   result->prompt_ids = ids;
   Run run{session, &options, &on_text, true};
-  Status s = RunGeneration(&run, std::move(ids), result);
+  Status s = RunGeneration(&run, target, result);
   if (!s.ok() && s.code() != StatusCode::kCancelled) return s;
 
   std::string reply = tok.Decode(result->ids);

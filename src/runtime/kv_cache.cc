@@ -1,5 +1,6 @@
 #include "runtime/kv_cache.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <utility>
 
@@ -15,16 +16,19 @@ void* AllocPage(size_t bytes) {
 }
 }  // namespace
 
-KvCache::KvCache(std::vector<size_t> row_elems, cpu::KvType type, size_t page_tokens,
-                 size_t max_tokens)
-    : type_(type),
-      page_tokens_(page_tokens == 0 ? kDefaultPageTokens : page_tokens),
-      elem_bytes_(type == cpu::KvType::kF32 ? 4 : 2) {
+KvCache::KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, cpu::KvType type,
+                 size_t page_tokens, size_t max_tokens)
+    : type_(type), page_tokens_(page_tokens == 0 ? kDefaultPageTokens : page_tokens) {
   max_pages_ = (max_tokens + page_tokens_ - 1) / page_tokens_;
   layers_.resize(row_elems.size());
   for (size_t l = 0; l < row_elems.size(); ++l) {
-    layers_[l].row_elems = row_elems[l];
-    page_bytes_ += 2 * row_elems[l] * page_tokens_ * elem_bytes_;
+    Layer& layer = layers_[l];
+    layer.row_elems = row_elems[l];
+    layer.head_dim = l < head_dims.size() ? head_dims[l] : 0;
+    const size_t row = cpu::KvRowBytes(type, layer.row_elems, layer.head_dim);
+    layer.page_bytes = row * page_tokens_;
+    page_bytes_ += 2 * layer.page_bytes;
+    row_bytes_ += 2 * row;
   }
 }
 
@@ -40,9 +44,8 @@ Status KvCache::Reserve(size_t n_tokens) {
   while (pages_ < need) {
     for (Layer& layer : layers_) {
       if (layer.row_elems == 0) continue;
-      const size_t bytes = layer.row_elems * page_tokens_ * elem_bytes_;
-      void* k = AllocPage(bytes);
-      void* v = AllocPage(bytes);
+      void* k = AllocPage(layer.page_bytes);
+      void* v = AllocPage(layer.page_bytes);
       if (k == nullptr || v == nullptr) {
         std::free(k);
         std::free(v);
@@ -61,6 +64,75 @@ Status KvCache::Reserve(size_t n_tokens) {
 }
 
 void KvCache::Truncate(size_t n_tokens) { FreeFrom((n_tokens + page_tokens_ - 1) / page_tokens_); }
+
+void KvCache::Drop(size_t begin, size_t count, size_t n_tokens,
+                   const std::vector<cpu::KvRope>& rope) {
+  if (count == 0 || begin + count > n_tokens) return;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].row_elems == 0) continue;
+    cpu::KvShift(View(static_cast<int>(l)), begin, begin + count, n_tokens - begin - count,
+                 l < rope.size() ? rope[l] : cpu::KvRope());
+  }
+  Truncate(n_tokens - count);
+}
+
+void KvCache::Write(size_t n_tokens, std::string* out) const {
+  const size_t start = out->size();
+  out->resize(start + SerializedBytes(n_tokens));
+  uint8_t* dst = reinterpret_cast<uint8_t*>(&(*out)[start]);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].row_elems == 0) continue;
+    const cpu::KvView view = View(static_cast<int>(l));
+    const size_t row = cpu::KvRowBytes(type_, view.row_stride, view.head_dim);
+    for (void* const* pages : {view.k_pages, view.v_pages}) {
+      for (size_t t = 0; t < n_tokens; ++t, dst += row) cpu::KvReadRow(view, pages, t, dst);
+    }
+  }
+}
+
+Status KvCache::Validate(size_t n_tokens, const uint8_t* data, size_t size) const {
+  if (size != SerializedBytes(n_tokens)) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "KV data of %zu bytes does not hold %zu positions (%zu bytes expected)", size,
+                  n_tokens, SerializedBytes(n_tokens));
+  }
+  // Each row is decoded from a one-row page of its own.
+  std::vector<uint8_t> page;
+  std::vector<float> values;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].row_elems == 0) continue;
+    cpu::KvView view = View(static_cast<int>(l));
+    const size_t row = cpu::KvRowBytes(type_, view.row_stride, view.head_dim);
+    page.resize(row);
+    values.resize(view.row_stride);
+    void* pages[1] = {page.data()};
+    view.page_tokens = 1;
+    for (size_t i = 0; i < 2 * n_tokens; ++i, data += row) {
+      cpu::KvWriteRow(view, pages, 0, data);
+      cpu::KvRowToF32(view, pages, 0, values.data());
+      for (float x : values) {
+        if (!std::isfinite(x)) {
+          return Errorf(StatusCode::kCorruptFile,
+                        "KV data: layer %zu %s row of position %zu holds a value that is not "
+                        "finite",
+                        l, i < n_tokens ? "K" : "V", i % n_tokens);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void KvCache::Read(size_t n_tokens, const uint8_t* data) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].row_elems == 0) continue;
+    const cpu::KvView view = View(static_cast<int>(l));
+    const size_t row = cpu::KvRowBytes(type_, view.row_stride, view.head_dim);
+    for (void* const* pages : {view.k_pages, view.v_pages}) {
+      for (size_t t = 0; t < n_tokens; ++t, data += row) cpu::KvWriteRow(view, pages, t, data);
+    }
+  }
+}
 
 void KvCache::FreeFrom(size_t first_page) {
   for (Layer& layer : layers_) {
@@ -85,6 +157,7 @@ cpu::KvView KvCache::View(int layer) const {
   view.v_pages = l.v.data();
   view.page_tokens = page_tokens_;
   view.row_stride = l.row_elems;
+  view.head_dim = l.head_dim;
   return view;
 }
 

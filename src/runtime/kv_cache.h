@@ -1,11 +1,13 @@
 // The KV cache of one session: for every layer, K and V rows stored in
 // fixed-size pages that are allocated as positions grow (never the whole
 // context up front) and returned on Truncate/Clear. All byte accounting is
-// here (bytes()), so a memory budget can sit on top of it.
+// here (bytes(), BytesFor()), so the session's memory budget sits on top of
+// it. Rows are f32, f16 or q8 (backends/cpu/ops.h gives the page layout).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -17,9 +19,11 @@ class KvCache {
  public:
   static constexpr size_t kDefaultPageTokens = 64;
 
-  // `row_elems[l]` is layer l's K (and V) row width, n_kv_heads * head_dim;
-  // layers with 0 get no pages. `max_tokens` is the context length.
-  KvCache(std::vector<size_t> row_elems, cpu::KvType type, size_t page_tokens, size_t max_tokens);
+  // `row_elems[l]` is layer l's K (and V) row width, n_kv_heads * head_dim,
+  // and `head_dims[l]` its head_dim; layers with row width 0 get no pages.
+  // `max_tokens` is the context length.
+  KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, cpu::KvType type,
+          size_t page_tokens, size_t max_tokens);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -28,10 +32,25 @@ class KvCache {
   // On failure nothing new stays allocated.
   Status Reserve(size_t n_tokens);
   // Keeps the pages holding positions [0, n_tokens) and frees the rest (for
-  // undoing a failed call and, later, prefix reuse).
+  // undoing a failed call and prefix reuse).
   void Truncate(size_t n_tokens);
   // Frees every page.
   void Clear() { Truncate(0); }
+  // Of the n_tokens held, forgets positions [begin, begin + count): the rows
+  // after them move down by `count` positions (K re-encoded with each
+  // layer's `rope`, see cpu::KvShift) and the pages no longer needed are
+  // freed.
+  void Drop(size_t begin, size_t count, size_t n_tokens, const std::vector<cpu::KvRope>& rope);
+
+  // Positions [0, n_tokens) as bytes, layer by layer (K rows, then V rows,
+  // each cpu::KvRowBytes long), and back. Validate checks bytes from an
+  // untrusted source (size, every value finite) without touching the cache;
+  // Read needs them validated and Reserve(n_tokens) done.
+  void Write(size_t n_tokens, std::string* out) const;
+  Status Validate(size_t n_tokens, const uint8_t* data, size_t size) const;
+  void Read(size_t n_tokens, const uint8_t* data);
+  // Bytes Write produces for n_tokens.
+  size_t SerializedBytes(size_t n_tokens) const { return n_tokens * row_bytes_; }
 
   cpu::KvView View(int layer) const;
   cpu::KvType type() const { return type_; }
@@ -40,12 +59,18 @@ class KvCache {
   size_t capacity() const { return pages_ * page_tokens_; }
   // Bytes of K and V pages currently held.
   size_t bytes() const { return bytes_; }
+  // Bytes of the pages that hold n_tokens positions.
+  size_t BytesFor(size_t n_tokens) const {
+    return (n_tokens + page_tokens_ - 1) / page_tokens_ * page_bytes_;
+  }
   // Bytes one more page (for every layer, K and V) costs.
   size_t page_bytes() const { return page_bytes_; }
 
  private:
   struct Layer {
     size_t row_elems = 0;
+    size_t head_dim = 0;
+    size_t page_bytes = 0;  // one K (or V) page
     std::vector<void*> k, v;
   };
   void FreeFrom(size_t first_page);
@@ -54,9 +79,9 @@ class KvCache {
   cpu::KvType type_;
   size_t page_tokens_;
   size_t max_pages_;
-  size_t elem_bytes_;
   size_t pages_ = 0;  // pages per layer (same for all used layers)
   size_t page_bytes_ = 0;
+  size_t row_bytes_ = 0;  // one position, every layer, K and V
   size_t bytes_ = 0;
 };
 

@@ -2,9 +2,15 @@
 
 #include <utility>
 
+#include "runtime/memory.h"
+
 namespace pocket {
 
 Model::~Model() = default;
+
+size_t Model::ResidentWeightBytes() const {
+  return ResidentBytes(file_->bytes(), static_cast<size_t>(file_->size()));
+}
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelOptions& options) {
   if (options.backend != "cpu") {
@@ -18,6 +24,10 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   }
   std::unique_ptr<Model> model(new Model());
   POCKET_ASSIGN_OR_RETURN(model->file_, PocketFile::Open(path));
+  // The heap the model's own structures take, measured around building them
+  // (another thread allocating at the same time only makes it larger);
+  // without a measurement, the tokenizer section's size stands in.
+  const size_t heap_before = HeapBytesInUse();
   auto config = ParseModelConfig(std::string(model->file_->config_json()));
   if (!config.ok()) {
     return Status(config.status().code(), path + ": " + config.status().message());
@@ -41,6 +51,12 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   auto plan = BuildPlan(model->file_->graph_json(), *model->file_, model->config_);
   if (!plan.ok()) return Status(plan.status().code(), path + ": " + plan.status().message());
   model->plan_ = std::move(plan).value();
+  model->weight_bytes_ = PagesCovering(model->plan_.weight_ranges, OsPageSize());
+  const size_t heap_after = HeapBytesInUse();
+  const size_t mapped = static_cast<size_t>(model->file_->size());
+  model->model_bytes_ = (heap_after > heap_before ? heap_after - heap_before
+                                                  : model->file_->tokenizer_blob().size()) +
+                        (mapped > model->weight_bytes_ ? mapped - model->weight_bytes_ : 0);
 
   cpu::ThreadPoolOptions pool_options;
   pool_options.num_threads = static_cast<size_t>(options.threads);

@@ -40,6 +40,13 @@ class Model {
   // Internally synchronized (see the threading note above).
   cpu::ThreadPool* pool() const { return pool_.get(); }
   int threads() const { return static_cast<int>(pool_->NumThreads()); }
+  // Bytes of the mapped file the plan reads, whole OS pages (memory.h).
+  size_t weight_bytes() const { return weight_bytes_; }
+  // The tokenizer, config and plan in memory plus the rest of the mapped
+  // file (memory.h).
+  size_t model_bytes() const { return model_bytes_; }
+  // Bytes of the mapped file resident in memory now.
+  size_t ResidentWeightBytes() const;
 
  private:
   Model() = default;
@@ -49,6 +56,8 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   Plan plan_;
   std::unique_ptr<cpu::ThreadPool> pool_;
+  size_t weight_bytes_ = 0;
+  size_t model_bytes_ = 0;
 };
 
 }  // namespace pocket

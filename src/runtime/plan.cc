@@ -124,6 +124,8 @@ class Planner {
 
   StatusOr<Plan> Build(const std::vector<Json>& nodes) {
     plan_.kv_row.assign(static_cast<size_t>(config_.n_layers), 0);
+    plan_.kv_head_dim.assign(plan_.kv_row.size(), 0);
+    plan_.kv_rope.assign(plan_.kv_row.size(), cpu::KvRope());
     plan_.vocab = static_cast<size_t>(config_.vocab);
     for (size_t i = 0; i < nodes.size(); ++i) {
       POCKET_RETURN_IF_ERROR(AddNode(static_cast<int>(i), nodes[i]));
@@ -143,7 +145,10 @@ class Planner {
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       if (plan_.steps[i].op == OpKind::kAttention) plan_.row_wise_tail = i + 1;
     }
-    for (size_t w : plan_.slot_width) plan_.max_width = std::max(plan_.max_width, w);
+    plan_.slot_tail_only.assign(plan_.slot_width.size(), true);
+    for (size_t i = 0; i < plan_.row_wise_tail; ++i) {
+      plan_.slot_tail_only[static_cast<size_t>(plan_.steps[i].out)] = false;
+    }
     return std::move(plan_);
   }
 
@@ -177,6 +182,7 @@ class Planner {
       return Fail(StatusCode::kCorruptFile, "tensor '%s' is not in the tensor directory",
                   name.c_str());
     }
+    plan_.weight_ranges.emplace_back(file_.data_offset() + (*out)->offset, (*out)->nbytes);
     return Status::Ok();
   }
 
@@ -428,6 +434,16 @@ class Planner {
                   static_cast<long long>(layer));
     }
     row = kv_width;
+    plan_.kv_head_dim[static_cast<size_t>(layer)] = static_cast<size_t>(hd);
+    // The rope that last wrote K is the position encoding its cached rows
+    // carry.
+    for (auto it = plan_.steps.rbegin(); it != plan_.steps.rend(); ++it) {
+      if (it->out != step->in[1]) continue;
+      if (it->op == OpKind::kRope) {
+        plan_.kv_rope[static_cast<size_t>(layer)] = {it->head_dim, it->theta, it->style};
+      }
+      break;
+    }
     step->layer = static_cast<int>(layer);
     step->n_heads = static_cast<size_t>(heads);
     step->n_kv_heads = static_cast<size_t>(kv_heads);

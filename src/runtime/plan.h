@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -64,7 +65,17 @@ struct Plan {
   // KV row width (n_kv_heads * head_dim) of each layer; 0 for layers no
   // attention node uses.
   std::vector<size_t> kv_row;
-  size_t max_width = 0;  // the widest slot, for temporaries
+  // Per layer: the head_dim of its attention (the q8 scale group) and the
+  // rotary embedding its K rows carry (head_dim 0 when K is not written by a
+  // rope op), for moving cached rows to new positions.
+  std::vector<size_t> kv_head_dim;
+  std::vector<cpu::KvRope> kv_rope;
+  // Slots written only by the row-wise tail: when only the last row's
+  // logits are wanted they hold that one row (the logits slot is vocab wide).
+  std::vector<bool> slot_tail_only;
+  // Byte ranges [offset, offset + size) of the mapped file that the steps
+  // read (every tensor the graph names), for the memory budget.
+  std::vector<std::pair<uint64_t, uint64_t>> weight_ranges;
 };
 
 // Parses and validates `graph_json`. Errors are CorruptFile (malformed or

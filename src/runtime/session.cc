@@ -4,10 +4,16 @@
 
 namespace pocket {
 
+namespace {
+
+double MiB(size_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kMiB); }
+
+}  // namespace
+
 Session::Session(const Model* model, const SessionOptions& options)
     : model_(model),
       options_(options),
-      kv_(model->plan().kv_row, options.kv_type, options.kv_page_tokens,
+      kv_(model->plan().kv_row, model->plan().kv_head_dim, options.kv_type, options.kv_page_tokens,
           static_cast<size_t>(model->config().context)),
       executor_(&model->plan()) {
   if (options_.prefill_chunk == 0) options_.prefill_chunk = 64;
@@ -15,10 +21,93 @@ Session::Session(const Model* model, const SessionOptions& options)
 
 Session::~Session() = default;
 
-Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
-                     std::vector<float>* logits) {
+StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
+                                                   const SessionOptions& options) {
+  auto session = std::make_unique<Session>(model, options);
+  if (session->max_tokens() == 0) {
+    const Fixed f = session->FixedBytes(LogitsMode::kLast, 1);
+    const size_t page = session->kv_.page_bytes();
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "memory budget of %.0f MiB is too small for this model: weights %.1f MiB + "
+                  "model %.1f MiB + scratch %.1f MiB + logits %.1f MiB = %.1f MiB before any KV "
+                  "cache, which takes "
+                  "%.2f MiB per page of %zu tokens; raise the budget to at least %.0f MiB (or 0 "
+                  "for unlimited)",
+                  MiB(options.budget_bytes), MiB(f.weights), MiB(f.model), MiB(f.scratch),
+                  MiB(f.logits), MiB(f.total()), MiB(page), session->kv_.page_tokens(),
+                  static_cast<double>((f.total() + page + kMiB - 1) / kMiB));
+  }
+  const size_t window = session->options_.sink_tokens + session->options_.prefill_chunk;
+  if (options.kv_policy == KvPolicy::kSlide && session->max_tokens() < window) {
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "memory budget of %.0f MiB leaves room for %zu tokens, fewer than a sliding "
+                  "window needs (%zu sink tokens + a prefill chunk of %zu); raise the budget",
+                  MiB(options.budget_bytes), session->max_tokens(), options.sink_tokens,
+                  session->options_.prefill_chunk);
+  }
+  return session;
+}
+
+Session::Fixed Session::FixedBytes(LogitsMode mode, size_t n) const {
+  Fixed f;
+  f.weights = model_->weight_bytes();
+  f.model = model_->model_bytes();
+  // Planned for a full prefill chunk, since a later call may bring one; held
+  // buffers never shrink, so whatever the executor holds already counts.
+  f.scratch =
+      std::max(executor_.scratch_bytes(),
+               Executor::ScratchBytesFor(model_->plan(), options_.prefill_chunk,
+                                         mode == LogitsMode::kAll ? Executor::Output::kAllRows
+                                                                  : Executor::Output::kLastRow));
+  const size_t vocab = static_cast<size_t>(model_->config().vocab);
+  // kLast: the logits row and the sampler's (logit, id) candidate list;
+  // kAll: the caller's [n, vocab] rows.
+  f.logits = mode == LogitsMode::kAll ? n * vocab * sizeof(float)
+                                      : vocab * (sizeof(float) + sizeof(float) + sizeof(int32_t));
+  return f;
+}
+
+size_t Session::TokenLimit(LogitsMode mode, size_t n) const {
+  const size_t context = this->context();
+  if (options_.budget_bytes == 0) return context;
+  const size_t fixed = FixedBytes(mode, n).total();
+  if (fixed >= options_.budget_bytes) return 0;
+  const size_t pages = (options_.budget_bytes - fixed) / kv_.page_bytes();
+  return std::min(context, pages * kv_.page_tokens());
+}
+
+MemoryUsage Session::memory() const {
+  MemoryUsage m;
+  m.weights = model_->weight_bytes();
+  m.weights_resident = model_->ResidentWeightBytes();
+  m.model = model_->model_bytes();
+  m.kv = kv_.bytes();
+  m.scratch = executor_.scratch_bytes();
+  m.logits = FixedBytes(LogitsMode::kLast, 1).logits;
+  m.budget = options_.budget_bytes;
+  m.max_tokens = max_tokens();
+  m.tokens = position();
+  return m;
+}
+
+Status Session::BudgetError(size_t pos, size_t n, LogitsMode mode) const {
+  const Fixed f = FixedBytes(mode, n);
+  return Errorf(StatusCode::kBudgetExceeded,
+                "memory budget of %.0f MiB reached: %zu tokens are held and %zu more do not fit "
+                "(weights %.1f MiB + model %.1f MiB + scratch %.1f MiB + logits %.1f MiB + KV "
+                "%.1f MiB, %.1f KiB "
+                "per token as %s); raise the budget (--budget MIB), store K/V as q8 (--kv q8, "
+                "about half the bytes per token) or keep a sliding window (--kv-policy slide)",
+                MiB(options_.budget_bytes), pos, n, MiB(f.weights), MiB(f.model), MiB(f.scratch),
+                MiB(f.logits), MiB(kv_.BytesFor(pos)),
+                static_cast<double>(kv_.page_bytes()) / kv_.page_tokens() / 1024.0,
+                options_.kv_type == cpu::KvType::kQ8    ? "q8"
+                : options_.kv_type == cpu::KvType::kF16 ? "f16"
+                                                        : "f32");
+}
+
+Status Session::Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode mode) const {
   const size_t n = tokens.size();
-  const size_t pos = position();
   const int32_t vocab = model_->config().vocab;
   if (n == 0) {
     return Errorf(StatusCode::kInvalidArgument, "Eval: no tokens given (pass at least one id)");
@@ -30,20 +119,56 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
                     vocab);
     }
   }
+  const size_t limit = TokenLimit(mode, n);
+  if (options_.kv_policy == KvPolicy::kSlide) {
+    // Each chunk must fit beside the sinks once everything else is dropped.
+    const size_t chunk = std::min(n, options_.prefill_chunk);
+    if (limit < options_.sink_tokens + chunk) return BudgetError(pos, chunk, mode);
+    return Status::Ok();
+  }
   if (pos + n > context()) {
     return Errorf(StatusCode::kOutOfRange,
                   "prompt of %zu tokens does not fit: context is %zu tokens, %zu already used; "
                   "shorten the prompt or start a new session",
                   n, context(), pos);
   }
-  Status reserved = kv_.Reserve(pos + n);
-  if (!reserved.ok()) return reserved;  // Reserve undid its own allocations
+  if (pos + n > limit) return BudgetError(pos, n, mode);
+  return Status::Ok();
+}
 
-  const size_t vocab_n = static_cast<size_t>(vocab);
+void Session::Slide(size_t n, size_t limit) {
+  const size_t pos = position();
+  if (pos + n <= limit) return;
+  // Drop at least what is needed and at least half of the droppable tokens,
+  // so a row is re-encoded at most once before it is dropped itself
+  // (docs/memory.md).
+  const size_t sinks = std::min(options_.sink_tokens, pos);
+  const size_t droppable = pos - sinks;
+  const size_t drop = std::min(droppable, std::max(pos + n - limit, droppable / 2));
+  kv_.Drop(sinks, drop, pos, model_->plan().kv_rope);
+  tokens_.erase(tokens_.begin() + static_cast<std::ptrdiff_t>(sinks),
+                tokens_.begin() + static_cast<std::ptrdiff_t>(sinks + drop));
+}
+
+Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
+                     std::vector<float>* logits) {
+  const size_t n = tokens.size();
+  POCKET_RETURN_IF_ERROR(Check(tokens, position(), mode));
+  const bool slide = options_.kv_policy == KvPolicy::kSlide;
+  const size_t limit = TokenLimit(mode, n);
+  // Without sliding every page is reserved first, so a failure changes
+  // nothing (Reserve undoes its own allocations).
+  if (!slide) POCKET_RETURN_IF_ERROR(kv_.Reserve(position() + n));
+
+  const size_t vocab_n = static_cast<size_t>(model_->config().vocab);
   if (logits != nullptr) logits->resize(mode == LogitsMode::kAll ? n * vocab_n : vocab_n);
   const size_t chunk = options_.prefill_chunk;
   for (size_t start = 0; start < n; start += chunk) {
     const size_t len = std::min(chunk, n - start);
+    if (slide) {
+      Slide(len, limit);
+      POCKET_RETURN_IF_ERROR(kv_.Reserve(position() + len));
+    }
     const bool last_chunk = start + len == n;
     Executor::Output out = Executor::Output::kNone;
     float* dst = nullptr;
@@ -54,10 +179,25 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
       out = Executor::Output::kLastRow;
       dst = logits->data();
     }
-    executor_.Run(tokens.data() + start, len, pos + start, out, &kv_, model_->pool(), dst);
+    executor_.Run(tokens.data() + start, len, position(), out, &kv_, model_->pool(), dst);
+    tokens_.insert(tokens_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                   tokens.begin() + static_cast<std::ptrdiff_t>(start + len));
   }
-  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   return Status::Ok();
+}
+
+Status Session::EvalReusingPrefix(const std::vector<int32_t>& tokens, LogitsMode mode,
+                                  std::vector<float>* logits, size_t* computed) {
+  const auto mismatch = std::mismatch(tokens_.begin(), tokens_.end(), tokens.begin(), tokens.end());
+  size_t common = static_cast<size_t>(mismatch.first - tokens_.begin());
+  // The last token always runs: its logits are not cached.
+  if (common == tokens.size() && common > 0) --common;
+  const std::vector<int32_t> rest(tokens.begin() + static_cast<std::ptrdiff_t>(common),
+                                  tokens.end());
+  POCKET_RETURN_IF_ERROR(Check(rest, common, mode));
+  Truncate(common);
+  *computed = rest.size();
+  return Eval(rest, mode, logits);
 }
 
 void Session::Reset() {

@@ -2,6 +2,12 @@
 // that cache (its position), the executor's scratch buffers and the chat
 // transcript. Use a session from one thread at a time; several sessions may
 // share one Model concurrently (model.h).
+//
+// Memory budget (docs/memory.md): everything the session holds -- the
+// model's weights (counted in full by each session), KV pages, scratch and
+// logits -- stays within SessionOptions::budget_bytes. When the next tokens
+// would not fit, policy kError fails the call (kBudgetExceeded, the session
+// unchanged) and kSlide drops the oldest tokens after the first sink tokens.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +17,17 @@
 
 #include "runtime/executor.h"
 #include "runtime/kv_cache.h"
+#include "runtime/memory.h"
 #include "runtime/model.h"
 #include "tokenizer/chat_template.h"
 #include "util/status.h"
 
 namespace pocket {
+
+enum class KvPolicy {
+  kError,  // a call that would exceed the budget fails and changes nothing
+  kSlide,  // keep the first sink_tokens and the newest tokens that fit
+};
 
 struct SessionOptions {
   cpu::KvType kv_type = cpu::KvType::kF16;
@@ -23,6 +35,9 @@ struct SessionOptions {
   // Prefill runs the prompt in chunks of this many tokens, which bounds the
   // scratch buffers (they hold one chunk).
   size_t prefill_chunk = 64;
+  size_t budget_bytes = 300 * kMiB;  // 0 = unlimited
+  KvPolicy kv_policy = KvPolicy::kError;
+  size_t sink_tokens = 4;  // kSlide: tokens at the start that are never dropped
 };
 
 enum class LogitsMode {
@@ -32,18 +47,50 @@ enum class LogitsMode {
 
 class Session {
  public:
+  // A session whose budget is checked up front: an error names the budget
+  // and what the weights, scratch and logits take when not even one KV page
+  // fits beside them.
+  static StatusOr<std::unique_ptr<Session>> Create(const Model* model,
+                                                   const SessionOptions& options);
+  // Unchecked: a budget too small shows up as that error from the first
+  // Eval.
   Session(const Model* model, const SessionOptions& options);
   ~Session();
 
   // Runs `tokens` at positions [position(), position() + n) and appends them
   // to the cache. Errors (nothing changes when one is returned): empty
-  // input, an id outside [0, vocab), a batch that does not fit the context.
+  // input, an id outside [0, vocab), a batch that does not fit the context
+  // (policy kError) or the budget (kError: kBudgetExceeded; kSlide: only a
+  // budget too small for a window of sink_tokens plus one prefill chunk).
+  // kSlide drops tokens as needed (tokens() shows what is left).
   Status Eval(const std::vector<int32_t>& tokens, LogitsMode mode, std::vector<float>* logits);
+  // Makes the cache hold exactly `tokens`: keeps the longest common prefix
+  // of tokens() and `tokens` and runs only the rest (at least the last
+  // token, for its logits); *computed is how many ran. kAll logits cover
+  // those tokens only. Errors are Eval's and leave the session unchanged.
+  Status EvalReusingPrefix(const std::vector<int32_t>& tokens, LogitsMode mode,
+                           std::vector<float>* logits, size_t* computed);
 
   // Forgets everything: position 0, pages returned, transcript cleared.
   void Reset();
+  // Forgets the chat transcript and pending tokens but keeps the cache, so
+  // the next chat reuses whatever prefix (e.g. the system prompt) matches.
+  void NewConversation() { continuation_ = Continuation(); }
   // Keeps the first n tokens of the cache (n <= position()).
   void Truncate(size_t n);
+
+  // The cached tokens, the tokens pending for the next Generate and the KV
+  // rows, with the model file's identity (docs/memory.md has the format).
+  // Load validates the file like untrusted input and changes nothing on
+  // error; a state made with another model file or KV type is an error.
+  Status Save(const std::string& path) const;
+  Status Load(const std::string& path);
+
+  // Positions the budget and the context allow for kLast evaluation.
+  size_t max_tokens() const { return TokenLimit(LogitsMode::kLast, 1); }
+  // What the session holds now, by category.
+  MemoryUsage memory() const;
+  const SessionOptions& options() const { return options_; }
 
   const Model& model() const { return *model_; }
   size_t position() const { return tokens_.size(); }
@@ -51,8 +98,6 @@ class Session {
   // Every token in the cache, in order.
   const std::vector<int32_t>& tokens() const { return tokens_; }
   const KvCache& kv_cache() const { return kv_; }
-  // KV pages plus scratch buffers.
-  size_t bytes_held() const { return kv_.bytes() + executor_.scratch_bytes(); }
 
   // Generate's bookkeeping between calls (generate.h): tokens sampled but
   // not yet run through the model (they are fed before the next input), and
@@ -66,6 +111,20 @@ class Session {
   Continuation* continuation() { return &continuation_; }
 
  private:
+  // Budget bytes other than KV pages for evaluating n tokens in `mode`.
+  struct Fixed {
+    size_t weights = 0, model = 0, scratch = 0, logits = 0;
+    size_t total() const { return weights + model + scratch + logits; }
+  };
+  Fixed FixedBytes(LogitsMode mode, size_t n) const;
+  // Positions the context and the budget allow when evaluating n tokens.
+  size_t TokenLimit(LogitsMode mode, size_t n) const;
+  // Eval's checks for n tokens appended at position pos.
+  Status Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode mode) const;
+  Status BudgetError(size_t pos, size_t n, LogitsMode mode) const;
+  // kSlide: drops tokens after the sinks so that n more fit under `limit`.
+  void Slide(size_t n, size_t limit);
+
   const Model* model_;
   SessionOptions options_;
   KvCache kv_;

@@ -172,6 +172,46 @@ int main(int argc, char** argv) {
     free(logits);
   }
 
+  /* Memory by category; the budget and KV type options; save and load. */
+  {
+    pocket_memory_usage usage;
+    pocket_session_options opts;
+    pocket_session* q8 = NULL;
+    float a[512], b[512];
+    const int32_t next = 403;
+    const char* path = "c_api_test_state.bin";
+    pocket_memory_usage_init(&usage);
+    CHECK(pocket_session_memory(session, &usage) == POCKET_OK);
+    CHECK(usage.weights > 1000000 && usage.kv > 0 && usage.tokens == 1);
+    CHECK(usage.total == usage.weights + usage.model + usage.kv + usage.scratch + usage.logits);
+    CHECK(usage.budget == 300u << 20 && usage.max_tokens == 512);
+    usage.struct_size = 4;
+    CHECK(pocket_session_memory(session, &usage) == POCKET_INVALID_ARGUMENT);
+
+    pocket_session_options_init(&opts);
+    CHECK(opts.budget_bytes == 300u << 20 && opts.kv_policy == 0 && opts.sink_tokens == 4);
+    opts.budget_bytes = 1000;
+    CHECK(pocket_session_new(model, &opts, &q8) == POCKET_BUDGET_EXCEEDED && q8 == NULL);
+    CHECK(strstr(pocket_last_error(), "too small") != NULL);
+    opts.budget_bytes = 0;
+    opts.kv_type = 3;
+    CHECK(pocket_session_new(model, &opts, &q8) == POCKET_INVALID_ARGUMENT);
+    opts.kv_type = 2;
+    opts.kv_policy = 1;
+    CHECK(pocket_session_new(model, &opts, &q8) == POCKET_OK);
+
+    CHECK(pocket_session_save(session, path) == POCKET_OK);
+    CHECK(pocket_session_load(q8, path) == POCKET_INVALID_ARGUMENT); /* f16 state, q8 session */
+    CHECK(strstr(pocket_last_error(), "q8") != NULL);
+    CHECK(pocket_session_eval(session, &next, 1, a) == POCKET_OK);
+    CHECK(pocket_session_load(session, path) == POCKET_OK);
+    CHECK(pocket_session_position(session) == 1);
+    CHECK(pocket_session_eval(session, &next, 1, b) == POCKET_OK);
+    CHECK(memcmp(a, b, sizeof(a)) == 0);
+    remove(path);
+    pocket_session_free(q8);
+  }
+
   pocket_session_free(session);
   pocket_model_free(model);
   pocket_set_log_callback(NULL, NULL);

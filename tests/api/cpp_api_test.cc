@@ -2,6 +2,7 @@
 // against llama2.c run.c's greedy output (tests/data/stories260K-golden.txt).
 #include "pocket/pocket.hpp"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,42 @@ TEST(CppApi, StopStringEndsGenerationWithoutEmittingIt) {
   ASSERT_TRUE(session.Generate("Once upon a time", sampling, nullptr, &gen).ok());
   EXPECT_EQ(gen.stop_reason, POCKET_STOP_STRING);
   EXPECT_EQ(gen.text, ", there was a little girl named ");
+}
+
+TEST(CppApi, MemoryBudgetAndState) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok()) << pocket_last_error();
+  pocket::SessionOptions options;
+  options.kv_type = 2;  // q8
+  pocket::Session session;
+  ASSERT_TRUE(model.NewSession(options, &session).ok());
+  std::vector<float> before, after;
+  ASSERT_TRUE(session.Eval({1, 403, 407}, &before).ok());
+  pocket::MemoryUsage usage;
+  ASSERT_TRUE(session.Memory(&usage).ok());
+  EXPECT_EQ(usage.tokens, 3u);
+  EXPECT_GT(usage.kv, 0u);
+  EXPECT_EQ(usage.total, usage.weights + usage.model + usage.kv + usage.scratch + usage.logits);
+
+  const std::string path = std::string(POCKET_BINARY_DIR) + "/cpp_api_test_state.bin";
+  ASSERT_TRUE(session.Save(path).ok());
+  ASSERT_TRUE(session.Eval({261}, &before).ok());
+  ASSERT_TRUE(session.Load(path).ok());
+  ASSERT_TRUE(session.Eval({261}, &after).ok());
+  EXPECT_EQ(before, after);
+
+  pocket::Session f16;
+  ASSERT_TRUE(model.NewSession({}, &f16).ok());
+  const pocket::Status s = f16.Load(path);
+  EXPECT_EQ(s.code(), POCKET_INVALID_ARGUMENT);
+  EXPECT_NE(s.message().find("q8"), std::string::npos) << s.message();
+  std::remove(path.c_str());
+
+  options.budget_bytes = 1000;
+  pocket::Session tiny;
+  const pocket::Status too_small = model.NewSession(options, &tiny);
+  EXPECT_EQ(too_small.code(), POCKET_BUDGET_EXCEEDED);
+  EXPECT_NE(too_small.message().find("too small"), std::string::npos);
 }
 
 }  // namespace

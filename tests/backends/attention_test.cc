@@ -1,8 +1,11 @@
-// KvAppend and Attention against the scalar reference: f32 and f16 caches,
-// several pages, n_past > 0, GQA ratios 1, 2 and 7, with and without threads.
+// KvAppend, Attention and KvShift against the scalar reference: f32, f16
+// and q8 caches, several pages, n_past > 0, GQA ratios 1, 2 and 7, with and
+// without threads; q8 rows against the values they encode.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -20,10 +23,10 @@ using testing::RandomFloats;
 
 // A paged cache with its own storage.
 struct TestCache {
-  TestCache(KvType type, size_t page_tokens, size_t row_stride, size_t capacity) {
-    const size_t elem = type == KvType::kF32 ? 4 : 2;
+  TestCache(KvType type, size_t page_tokens, size_t row_stride, size_t capacity, size_t head_dim) {
     const size_t pages = (capacity + page_tokens - 1) / page_tokens;
-    storage.assign(2 * pages, std::vector<uint8_t>(page_tokens * row_stride * elem, 0));
+    storage.assign(2 * pages,
+                   std::vector<uint8_t>(page_tokens * KvRowBytes(type, row_stride, head_dim), 0));
     for (size_t p = 0; p < pages; ++p) {
       k_pages.push_back(storage[p].data());
       v_pages.push_back(storage[pages + p].data());
@@ -33,11 +36,16 @@ struct TestCache {
     view.v_pages = v_pages.data();
     view.page_tokens = page_tokens;
     view.row_stride = row_stride;
+    view.head_dim = head_dim;
   }
   std::vector<std::vector<uint8_t>> storage;
   std::vector<void*> k_pages, v_pages;
   KvView view;
 };
+
+const char* TypeName(KvType type) {
+  return type == KvType::kF32 ? "f32" : type == KvType::kF16 ? "f16" : "q8";
+}
 
 struct Case {
   KvType type;
@@ -46,17 +54,16 @@ struct Case {
 
 void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
   SCOPED_TRACE(::testing::Message()
-               << "kv=" << (c.type == KvType::kF32 ? "f32" : "f16") << " page=" << c.page_tokens
-               << " n_past=" << c.n_past << " n=" << c.n << " heads=" << c.n_heads << "/"
-               << c.n_kv_heads << " hd=" << c.head_dim
-               << " threads=" << (pool ? pool->NumThreads() : 0));
+               << "kv=" << TypeName(c.type) << " page=" << c.page_tokens << " n_past=" << c.n_past
+               << " n=" << c.n << " heads=" << c.n_heads << "/" << c.n_kv_heads
+               << " hd=" << c.head_dim << " threads=" << (pool ? pool->NumThreads() : 0));
   const size_t kv_dim = c.n_kv_heads * c.head_dim;
   const size_t total = c.n_past + c.n;
   const std::vector<float> k = RandomFloats(total * kv_dim, rng, -2.0f, 2.0f);
   const std::vector<float> v = RandomFloats(total * kv_dim, rng);
   const std::vector<float> q = RandomFloats(c.n * c.n_heads * c.head_dim, rng, -2.0f, 2.0f);
 
-  TestCache expected_cache(c.type, c.page_tokens, kv_dim, total);
+  TestCache expected_cache(c.type, c.page_tokens, kv_dim, total, c.head_dim);
   reference::KvAppend(expected_cache.view, 0, k.data(), v.data(), total);
   std::vector<float> expected(q.size());
   reference::Attention(q.data(), c.n, c.n_past, expected_cache.view, c.n_heads, c.n_kv_heads,
@@ -64,7 +71,7 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
 
   ForEachTarget([&] {
     // The past in one call, the batch in another, as a session does.
-    TestCache cache(c.type, c.page_tokens, kv_dim, total);
+    TestCache cache(c.type, c.page_tokens, kv_dim, total, c.head_dim);
     KvAppend(cache.view, 0, k.data(), v.data(), c.n_past);
     KvAppend(cache.view, c.n_past, k.data() + c.n_past * kv_dim, v.data() + c.n_past * kv_dim, c.n);
     ASSERT_EQ(cache.storage, expected_cache.storage);
@@ -84,6 +91,9 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kF32, 7, 5, 3, 4, 2, 8},      {KvType::kF16, 7, 40, 9, 4, 2, 20},
       {KvType::kF16, 16, 100, 1, 14, 2, 64}, {KvType::kF32, 16, 130, 2, 14, 2, 64},
       {KvType::kF16, 32, 0, 70, 7, 1, 32},   {KvType::kF32, 5, 13, 4, 7, 1, 17},
+      {KvType::kQ8, 16, 0, 1, 4, 4, 64},     {KvType::kQ8, 7, 40, 9, 4, 2, 20},
+      {KvType::kQ8, 16, 100, 1, 14, 2, 64},  {KvType::kQ8, 5, 13, 4, 7, 1, 17},
+      {KvType::kQ8, 32, 0, 70, 7, 1, 32},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
 }
@@ -94,12 +104,13 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     ThreadPool pool(ThreadPoolOptions{threads, false});
     CheckAttention({KvType::kF16, 16, 37, 5, 14, 2, 64}, &pool, rng);
     CheckAttention({KvType::kF32, 8, 3, 1, 4, 4, 16}, &pool, rng);
+    CheckAttention({KvType::kQ8, 16, 37, 5, 14, 2, 64}, &pool, rng);
   }
 }
 
 TEST(AttentionTest, SinglePositionReturnsItsValue) {
   // With one cached position the softmax weight is exactly 1.
-  TestCache cache(KvType::kF32, 4, 8, 1);
+  TestCache cache(KvType::kF32, 4, 8, 1, 8);
   std::mt19937 rng(33);
   const std::vector<float> k = RandomFloats(8, rng), v = RandomFloats(8, rng);
   const std::vector<float> q = RandomFloats(8, rng);
@@ -107,6 +118,144 @@ TEST(AttentionTest, SinglePositionReturnsItsValue) {
   std::vector<float> out(8);
   Attention(q.data(), 1, 0, cache.view, 1, 1, 8, out.data(), nullptr);
   for (size_t j = 0; j < 8; ++j) EXPECT_FLOAT_EQ(out[j], v[j]);
+}
+
+TEST(AttentionTest, Q8RowsDecodeWithinHalfAStep) {
+  // Independent of the reference. A head_dim that is not a power of two is
+  // stored as is: every value within half a step (max|x| / 127 of its head).
+  // A power of two is stored in an orthonormal basis y = H x, so the error
+  // vector has the norm of one within half a y step per element, and
+  // max|y| <= |x|: |error| <= sqrt(head_dim) / 2 * |x| / 127. A head of
+  // zeros stays exactly zero either way.
+  for (size_t head_dim : {24, 32}) {
+    SCOPED_TRACE(head_dim);
+    const size_t heads = 3, stride = heads * head_dim, tokens = 20;
+    TestCache cache(KvType::kQ8, 8, stride, tokens, head_dim);
+    EXPECT_EQ(KvRotated(cache.view), head_dim == 32);
+    std::mt19937 rng(34);
+    std::vector<float> k = RandomFloats(tokens * stride, rng, -3.0f, 3.0f);
+    const std::vector<float> v = RandomFloats(tokens * stride, rng, -0.01f, 0.01f);
+    k[3] = 40.0f;  // an outlier channel
+    std::fill(k.begin() + stride, k.begin() + stride + head_dim, 0.0f);
+    KvAppend(cache.view, 0, k.data(), v.data(), tokens);
+    std::vector<float> row(stride);
+    // f16 scales carry a relative error of 2^-11 (128 steps: 2^-4 step).
+    const float slack = 1.0f + 1.0f / 16;
+    for (size_t t = 0; t < tokens; ++t) {
+      for (const auto& [pages, src] :
+           {std::make_pair(cache.view.k_pages, static_cast<const std::vector<float>*>(&k)),
+            std::make_pair(cache.view.v_pages, &v)}) {
+        KvRowToF32(cache.view, pages, t, row.data());
+        for (size_t h = 0; h < heads; ++h) {
+          const float* x = src->data() + t * stride + h * head_dim;
+          const float* got = row.data() + h * head_dim;
+          float amax = 0.0f, norm2 = 0.0f, err2 = 0.0f;
+          for (size_t j = 0; j < head_dim; ++j) {
+            amax = std::max(amax, std::fabs(x[j]));
+            norm2 += x[j] * x[j];
+          }
+          for (size_t j = 0; j < head_dim; ++j) {
+            err2 += (got[j] - x[j]) * (got[j] - x[j]);
+            if (head_dim != 32) {
+              ASSERT_NEAR(got[j], x[j], amax / 127.0f / 2 * slack) << t << " " << h << " " << j;
+            }
+          }
+          if (head_dim == 32) {
+            ASSERT_LE(std::sqrt(err2),
+                      std::sqrt(float(head_dim)) / 2 * std::sqrt(norm2) / 127.0f * slack + 1e-6f)
+                << t << " " << h;
+          }
+          if (norm2 == 0.0f) {
+            for (size_t j = 0; j < head_dim; ++j) ASSERT_EQ(got[j], 0.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionTest, RowBytesRoundTrip) {
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
+    SCOPED_TRACE(TypeName(type));
+    TestCache a(type, 4, 16, 9, 8), b(type, 4, 16, 9, 8);
+    std::mt19937 rng(35);
+    const std::vector<float> k = RandomFloats(9 * 16, rng), v = RandomFloats(9 * 16, rng);
+    KvAppend(a.view, 0, k.data(), v.data(), 9);
+    std::vector<uint8_t> bytes(KvRowBytes(type, 16, 8));
+    EXPECT_EQ(bytes.size(), type == KvType::kF32 ? 64u : type == KvType::kF16 ? 32u : 20u);
+    for (size_t t = 0; t < 9; ++t) {
+      KvReadRow(a.view, a.view.k_pages, t, bytes.data());
+      KvWriteRow(b.view, b.view.k_pages, t, bytes.data());
+      KvReadRow(a.view, a.view.v_pages, t, bytes.data());
+      KvWriteRow(b.view, b.view.v_pages, t, bytes.data());
+    }
+    EXPECT_EQ(a.storage, b.storage);
+  }
+}
+
+TEST(AttentionTest, ShiftMatchesReference) {
+  std::mt19937 rng(36);
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
+    for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
+      SCOPED_TRACE(TypeName(type));
+      const size_t head_dim = 16, stride = 2 * head_dim, total = 50, dst = 4, src = 21;
+      const KvRope rope{head_dim, 10000.0f, style};
+      const std::vector<float> k = RandomFloats(total * stride, rng, -2.0f, 2.0f);
+      const std::vector<float> v = RandomFloats(total * stride, rng);
+      TestCache expected(type, 8, stride, total, head_dim);
+      reference::KvAppend(expected.view, 0, k.data(), v.data(), total);
+      reference::KvShift(expected.view, dst, src, total - src, rope);
+      ForEachTarget([&] {
+        TestCache cache(type, 8, stride, total, head_dim);
+        KvAppend(cache.view, 0, k.data(), v.data(), total);
+        KvShift(cache.view, dst, src, total - src, rope);
+        std::vector<float> got(stride), want(stride);
+        for (size_t t = 0; t < dst + total - src; ++t) {
+          for (void* const* pages : {cache.view.k_pages, cache.view.v_pages}) {
+            const bool is_k = pages == cache.view.k_pages;
+            KvRowToF32(cache.view, pages, t, got.data());
+            KvRowToF32(expected.view, is_k ? expected.view.k_pages : expected.view.v_pages, t,
+                       want.data());
+            // Kernel and reference rotate in f32 with different rounding; a
+            // q8 code may then round the other way (one step, <= 2/127).
+            const float tol = type == KvType::kQ8 ? 2.0f * 2.9f / 127.0f : 4e-3f;
+            for (size_t i = 0; i < stride; ++i) {
+              ASSERT_NEAR(got[i], want[i], tol) << "t=" << t << " i=" << i << " K=" << is_k;
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+TEST(AttentionTest, ShiftedRowsEqualRowsWrittenAtTheirNewPositions) {
+  // Independent of the reference: rotating stored rows from position p to
+  // p - d equals rotating the raw rows to p - d directly (f32 cache).
+  const size_t head_dim = 8, stride = 2 * head_dim, total = 30, dst = 3, src = 12;
+  const KvRope rope{head_dim, 10000.0f, RopeStyle::kNeox};
+  std::mt19937 rng(37);
+  const std::vector<float> raw = RandomFloats(total * stride, rng);
+  std::vector<float> at_old = raw, at_new = raw;
+  std::vector<int32_t> old_pos(total), new_pos(total);
+  for (size_t t = 0; t < total; ++t) {
+    old_pos[t] = static_cast<int32_t>(t);
+    new_pos[t] = static_cast<int32_t>(t < src ? t : t - (src - dst));
+  }
+  reference::Rope(at_old.data(), total, 2, head_dim, old_pos.data(), 10000.0f, RopeStyle::kNeox);
+  reference::Rope(at_new.data(), total, 2, head_dim, new_pos.data(), 10000.0f, RopeStyle::kNeox);
+  TestCache cache(KvType::kF32, 8, stride, total, head_dim);
+  KvAppend(cache.view, 0, at_old.data(), raw.data(), total);
+  KvShift(cache.view, dst, src, total - src, rope);
+  std::vector<float> row(stride);
+  for (size_t t = dst; t < dst + total - src; ++t) {
+    KvRowToF32(cache.view, cache.view.k_pages, t, row.data());
+    for (size_t i = 0; i < stride; ++i) {
+      ASSERT_NEAR(row[i], at_new[(t + src - dst) * stride + i], 2e-5f) << t << " " << i;
+    }
+    KvRowToF32(cache.view, cache.view.v_pages, t, row.data());
+    for (size_t i = 0; i < stride; ++i) ASSERT_EQ(row[i], raw[(t + src - dst) * stride + i]);
+  }
 }
 
 }  // namespace

@@ -21,15 +21,17 @@ struct Output {
   std::string out;
 };
 
-// Runs `pocket ARGS` through /bin/sh; `stdin_text` is piped in when given.
-Output RunCli(const std::string& args, const std::string& stdin_printf = "") {
+// Runs `pocket ARGS` through /bin/sh; `stdin_text` is piped in when given;
+// stderr is kept (after stdout's text) when `with_stderr`.
+Output RunCli(const std::string& args, const std::string& stdin_printf = "",
+              bool with_stderr = false) {
   Output o;
   const char* cli = std::getenv("POCKET_CLI");
   if (cli == nullptr) {
     ADD_FAILURE() << "POCKET_CLI is not set (ctest sets it to the pocket binary)";
     return o;
   }
-  std::string cmd = std::string("'") + cli + "' " + args + " 2>/dev/null";
+  std::string cmd = std::string("'") + cli + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   if (!stdin_printf.empty()) cmd = "printf '" + stdin_printf + "' | " + cmd;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return o;
@@ -118,6 +120,42 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli("run -m /nonexistent.pocket -p x").exit_code, 1);
   EXPECT_EQ(RunCli("run -m '" + model + "' -p x --backend metal").exit_code, 1);
   EXPECT_EQ(RunCli("run --help").exit_code, 0);
+}
+
+TEST(CliTest, BudgetKvTypeAndPolicy) {
+  const std::string model = "run -m '" + testing_stories::StoriesPath() + "' ";
+  // The 1 MiB f32 weights alone exceed a 1 MiB budget.
+  Output o = RunCli(model + "-p 'Once upon a time' -n 5 --budget 1", "", true);
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.out.find("error: BudgetExceeded: memory budget of 1 MiB is too small"),
+            std::string::npos)
+      << o.out;
+  // q8 KV reproduces the golden start (greedy is robust to its rounding).
+  o = RunCli(model + "-p 'Once upon a time' --temp 0 -n 8 --kv q8 --json");
+  ASSERT_EQ(o.exit_code, 0);
+  auto j = ParseJson(o.out, "pocket run --json");
+  ASSERT_TRUE(j.ok()) << o.out;
+  const auto golden = testing_stories::LoadGolden();
+  for (const auto& g : golden) {
+    if (g.prompt != "Once upon a time") continue;
+    EXPECT_EQ(testing_stories::Ints(*j, "ids"),
+              std::vector<int32_t>(g.ids.begin() + 5, g.ids.begin() + 13));
+  }
+  // Past the 512-token context: policy error stops there, slide goes on.
+  o = RunCli(model + "-p 'Once upon a time' -n 700 --ignore-eos --json");
+  ASSERT_EQ(o.exit_code, 0);
+  j = ParseJson(o.out, "pocket run --json");
+  ASSERT_TRUE(j.ok());
+  // The last token is sampled when the cache is full, so it is not fed.
+  EXPECT_EQ(testing_stories::Ints(*j, "ids").size(), 512u - 5 + 1);
+  o = RunCli(model + "-p 'Once upon a time' -n 700 --ignore-eos --kv-policy slide --json");
+  ASSERT_EQ(o.exit_code, 0);
+  j = ParseJson(o.out, "pocket run --json");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(testing_stories::Ints(*j, "ids").size(), 700u);
+  int64_t tokens = 0;
+  EXPECT_TRUE(GetInt((*j)["memory"], "tokens", &tokens, "memory").ok());
+  EXPECT_LE(tokens, 512);
 }
 
 TEST(CliTest, ChatFromPipe) {

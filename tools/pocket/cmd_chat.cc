@@ -54,7 +54,9 @@ int CmdChat(int argc, char** argv) {
   const bool interactive = isatty(STDIN_FILENO);
   ChatOptions chat;
   chat.enable_thinking = !args.Has("--no-think");
-  Session session(loaded.model.get(), loaded.session);
+  std::unique_ptr<Session> session;
+  rc = NewSession(loaded, &session);
+  if (rc != kExitOk) return rc;
   bool first_turn = true;
   bool failed = false;
   TextCallback print = [](std::string_view piece, int32_t) {
@@ -72,7 +74,8 @@ int CmdChat(int argc, char** argv) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line == "/quit") break;
     if (line == "/reset") {
-      session.Reset();
+      // The cache stays, so a repeated system prompt is not computed again.
+      session->NewConversation();
       first_turn = true;
       if (interactive) std::printf("(new conversation)\n");
       continue;
@@ -82,7 +85,7 @@ int CmdChat(int argc, char** argv) {
     if (first_turn && args.Has("--system")) messages.push_back({"system", args.Get("--system")});
     messages.push_back({"user", line});
     GenerateResult result;
-    Status s = GenerateChat(&session, messages, chat, options, print, &result);
+    Status s = GenerateChat(session.get(), messages, chat, options, print, &result);
     std::printf("\n");
     std::fflush(stdout);
     if (!s.ok()) {

@@ -18,7 +18,9 @@ const char kRunHelp[] =
     "  --system TEXT         system message (with --chat)\n"
     "  --no-think            Qwen3: render the empty think block (with --chat)\n"
     "  --json                print one JSON object instead of streaming:\n"
-    "                        {prompt_ids, ids, text, prefill_tok_s, decode_tok_s, stop}\n";
+    "                        {prompt_ids, ids, text, prefill_tok_s, decode_tok_s, stop,\n"
+    "                         memory: {weights, weights_resident, model, kv, scratch,\n"
+    "                         logits, total, budget, max_tokens, tokens}}\n";
 
 double Rate(int tokens, double seconds) { return seconds > 0 ? tokens / seconds : 0.0; }
 
@@ -55,7 +57,9 @@ int CmdRun(int argc, char** argv) {
   if (rc != kExitOk) return rc;
 
   const bool json = args.Has("--json");
-  Session session(loaded.model.get(), loaded.session);
+  std::unique_ptr<Session> session;
+  rc = NewSession(loaded, &session);
+  if (rc != kExitOk) return rc;
   TextCallback print = [json](std::string_view piece, int32_t) {
     if (!json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -71,9 +75,9 @@ int CmdRun(int argc, char** argv) {
     messages.push_back({"user", args.Get("-p")});
     ChatOptions chat;
     chat.enable_thinking = !args.Has("--no-think");
-    s = GenerateChat(&session, messages, chat, options, print, &result);
+    s = GenerateChat(session.get(), messages, chat, options, print, &result);
   } else {
-    s = Generate(&session, args.Get("-p"), options, print, &result);
+    s = Generate(session.get(), args.Get("-p"), options, print, &result);
   }
   if (!s.ok()) {
     if (!json) std::printf("\n");
@@ -88,6 +92,19 @@ int CmdRun(int argc, char** argv) {
     out["prefill_tok_s"] = Rate(result.prefill_tokens, result.prefill_seconds);
     out["decode_tok_s"] = Rate(result.decode_tokens, result.decode_seconds);
     out["stop"] = result.stop;
+    const MemoryUsage m = session->memory();
+    Json mem = Json::object();
+    mem["weights"] = m.weights;
+    mem["weights_resident"] = m.weights_resident;
+    mem["model"] = m.model;
+    mem["kv"] = m.kv;
+    mem["scratch"] = m.scratch;
+    mem["logits"] = m.logits;
+    mem["total"] = m.total();
+    mem["budget"] = m.budget;
+    mem["max_tokens"] = m.max_tokens;
+    mem["tokens"] = m.tokens;
+    out["memory"] = mem;
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("\n");

@@ -20,12 +20,13 @@ std::vector<std::string> SamplingValueFlags() {
 const char kModelFlagsHelp[] =
     "  -m, --model FILE      the .pocket model (required)\n"
     "  -t, --threads N       compute threads (default: all cores)\n"
-    "  --kv f16|f32          KV cache element type (default f16)\n"
+    "  --kv f16|q8|f32       KV cache element type (default f16; q8 holds about\n"
+    "                        twice the tokens, f32 is for debugging)\n"
     "  --backend cpu         compute backend; this build has cpu only\n"
-    "  --budget MIB          memory budget in MiB (0 = unlimited); checked and stored,\n"
-    "                        enforced by a later release\n"
-    "  --kv-policy error|slide  what to do when the budget is reached; checked and\n"
-    "                        stored, enforced by a later release\n";
+    "  --budget MIB          memory budget in MiB for weights, KV cache, buffers and\n"
+    "                        logits (default 300, 0 = unlimited)\n"
+    "  --kv-policy error|slide  at the budget: stop with an error (default), or drop\n"
+    "                        the oldest tokens after the first 4 and go on\n";
 
 const char kSamplingFlagsHelp[] =
     "  -n, --n-predict N     maximum new tokens (default: the model's max_new_tokens)\n"
@@ -44,7 +45,8 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
     std::fprintf(stderr, "error: -m FILE is required (see --help)\n");
     return kExitUsage;
   }
-  int64_t threads = 0, budget = 0;
+  int64_t threads = 0;
+  int64_t budget = static_cast<int64_t>(SessionOptions().budget_bytes / kMiB);
   if (!args.GetInt("-t", &threads) || !args.GetInt("--budget", &budget)) {
     std::fprintf(stderr, "error: %s\n", args.error().c_str());
     return kExitUsage;
@@ -54,8 +56,8 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
                  static_cast<long long>(threads));
     return kExitUsage;
   }
-  if (budget < 0) {
-    std::fprintf(stderr, "error: --budget must be >= 0 MiB (0 = unlimited)\n");
+  if (budget < 0 || budget > (int64_t{1} << 40)) {
+    std::fprintf(stderr, "error: --budget must be in [0, 2^40] MiB (0 = unlimited)\n");
     return kExitUsage;
   }
   const std::string policy = args.Get("--kv-policy", "error");
@@ -66,15 +68,18 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
   }
   out->session = SessionOptions();
   out->session.kv_type = default_kv;
+  out->session.budget_bytes = static_cast<size_t>(budget) * kMiB;
+  out->session.kv_policy = policy == "slide" ? KvPolicy::kSlide : KvPolicy::kError;
   if (args.Has("--kv")) {
     const std::string kv = args.Get("--kv");
     if (kv == "f16") {
       out->session.kv_type = cpu::KvType::kF16;
+    } else if (kv == "q8") {
+      out->session.kv_type = cpu::KvType::kQ8;
     } else if (kv == "f32") {
       out->session.kv_type = cpu::KvType::kF32;
     } else {
-      std::fprintf(stderr, "error: --kv '%s' is not supported by this build; use f16 or f32\n",
-                   kv.c_str());
+      std::fprintf(stderr, "error: --kv '%s' is not supported; use f16, q8 or f32\n", kv.c_str());
       return kExitUsage;
     }
   }
@@ -90,6 +95,16 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
   out->load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out->model = std::move(model).value();
+  return kExitOk;
+}
+
+int NewSession(const LoadedModel& loaded, std::unique_ptr<Session>* out) {
+  auto session = Session::Create(loaded.model.get(), loaded.session);
+  if (!session.ok()) {
+    std::fprintf(stderr, "error: %s\n", session.status().ToString().c_str());
+    return kExitError;
+  }
+  *out = std::move(session).value();
   return kExitOk;
 }
 

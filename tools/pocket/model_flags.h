@@ -27,6 +27,9 @@ struct LoadedModel {
   double load_ms = 0;
 };
 int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out);
+// A session with the flags' options; a budget too small for the model
+// prints the error and returns kExitError.
+int NewSession(const LoadedModel& loaded, std::unique_ptr<Session>* out);
 
 // Sampling and limits: config.generation defaults, overridden by flags;
 // --temp 0 is greedy. Returns an exit code.

@@ -1,9 +1,13 @@
-// KvAppend and Attention (ops.h). Attention spreads (token, head) pairs over
-// the pool; each pair runs the one-pass kernel of kernels/cpu/attention-inl.h.
+// The KV cache ops of ops.h: row storage (f32, f16, q8), KvAppend, KvShift
+// and Attention. Attention spreads (token, head) pairs over the pool; each
+// pair runs the one-pass kernel of kernels/cpu/attention-inl.h.
+
+#include "backends/cpu/hwy_targets.h"  // first: selects the Highway targets
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/parallel.h"
@@ -21,10 +25,23 @@ namespace pocket::cpu::HWY_NAMESPACE {
 
 void AttendHeadKernel(const float* q, const KvView& kv, size_t len, size_t kv_offset,
                       size_t head_dim, float scale, float* out) {
-  if (kv.type == KvType::kF32) {
-    AttendHead<float>(q, kv, len, kv_offset, head_dim, scale, out);
-  } else {
-    AttendHead<hwy::float16_t>(q, kv, len, kv_offset, head_dim, scale, out);
+  switch (kv.type) {
+    case KvType::kF32:
+      return AttendHead<float>(q, kv, len, kv_offset, head_dim, scale, out);
+    case KvType::kF16:
+      return AttendHead<hwy::float16_t>(q, kv, len, kv_offset, head_dim, scale, out);
+    case KvType::kQ8:
+      if (!KvRotated(kv)) return AttendHead<int8_t>(q, kv, len, kv_offset, head_dim, scale, out);
+      // Rows hold H k and H v (ops.h): (H q) . (H k) = q . k, and the
+      // weighted sum of the H v rows is H out.
+      float small[256];
+      std::vector<float> large(head_dim > 256 ? head_dim : 0);
+      float* hq = head_dim > 256 ? large.data() : small;
+      std::copy(q, q + head_dim, hq);
+      Hadamard(hq, head_dim);
+      AttendHead<int8_t>(hq, kv, len, kv_offset, head_dim, scale, out);
+      Hadamard(out, head_dim);
+      return;
   }
 }
 
@@ -36,38 +53,164 @@ namespace pocket::cpu {
 
 HWY_EXPORT(AttendHeadKernel);
 
-// The conversion is a copy of n * kv_dim values per layer, far from the hot
-// path, so it stays scalar: F32ToF16 rounds to nearest even on every target,
-// which Highway's software DemoteTo for pre-F16C targets does not promise.
+namespace {
+
+size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
+
+// The scalar transform of attention-inl.h, for row storage.
+void HadamardRow(float* x, size_t n) { HWY_STATIC_DISPATCH(Hadamard)(x, n); }
+
+uint8_t* RowValues(const KvView& kv, void* const* pages, size_t t) {
+  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) +
+         (t % kv.page_tokens) * kv.row_stride * ElemBytes(kv.type);
+}
+
+// The f16 scales of row t (q8 only): after the page's codes.
+uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
+  const size_t heads = kv.row_stride / kv.head_dim;
+  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + kv.page_tokens * kv.row_stride +
+         (t % kv.page_tokens) * heads * 2;
+}
+
+// Stores x[row_stride] as row t. The conversion is a copy of n * kv_dim
+// values per layer, far from the hot path, so it stays scalar: F32ToF16
+// rounds to nearest even on every target, which Highway's software DemoteTo
+// for pre-F16C targets does not promise.
+void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
+  uint8_t* dst = RowValues(kv, pages, t);
+  switch (kv.type) {
+    case KvType::kF32:
+      std::memcpy(dst, x, kv.row_stride * 4);
+      return;
+    case KvType::kF16:
+      for (size_t i = 0; i < kv.row_stride; ++i) {
+        const uint16_t h = F32ToF16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+    case KvType::kQ8: {
+      uint8_t* scales = RowScales(kv, pages, t);
+      std::vector<float> rotated;
+      if (KvRotated(kv)) {
+        rotated.assign(x, x + kv.row_stride);
+        for (size_t h = 0; h < kv.row_stride; h += kv.head_dim) {
+          HadamardRow(rotated.data() + h, kv.head_dim);
+        }
+        x = rotated.data();
+      }
+      for (size_t h = 0; h * kv.head_dim < kv.row_stride; ++h) {
+        const float* xh = x + h * kv.head_dim;
+        float amax = 0.0f;
+        for (size_t i = 0; i < kv.head_dim; ++i) amax = std::max(amax, std::fabs(xh[i]));
+        // Codes are computed against the scale as stored (f16), so decoding
+        // reproduces the nearest code of every value.
+        const uint16_t bits = F32ToF16(amax / 127.0f);
+        const float scale = F16ToF32(bits);
+        std::memcpy(scales + 2 * h, &bits, 2);
+        int8_t* codes = reinterpret_cast<int8_t*>(dst) + h * kv.head_dim;
+        for (size_t i = 0; i < kv.head_dim; ++i) {
+          const float c = scale > 0.0f ? std::nearbyint(xh[i] / scale) : 0.0f;
+          codes[i] = static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f));
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim) {
+  const size_t scales = type == KvType::kQ8 && head_dim > 0 ? row_stride / head_dim * 2 : 0;
+  return row_stride * ElemBytes(type) + scales;
+}
+
+void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
+  const size_t values = kv.row_stride * ElemBytes(kv.type);
+  std::memcpy(bytes, RowValues(kv, pages, t), values);
+  if (kv.type == KvType::kQ8) {
+    std::memcpy(bytes + values, RowScales(kv, pages, t), kv.row_stride / kv.head_dim * 2);
+  }
+}
+
+void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes) {
+  const size_t values = kv.row_stride * ElemBytes(kv.type);
+  std::memcpy(RowValues(kv, pages, t), bytes, values);
+  if (kv.type == KvType::kQ8) {
+    std::memcpy(RowScales(kv, pages, t), bytes + values, kv.row_stride / kv.head_dim * 2);
+  }
+}
+
+void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
+  const uint8_t* src = RowValues(kv, pages, t);
+  switch (kv.type) {
+    case KvType::kF32:
+      std::memcpy(out, src, kv.row_stride * 4);
+      return;
+    case KvType::kF16:
+      for (size_t i = 0; i < kv.row_stride; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        out[i] = F16ToF32(h);
+      }
+      return;
+    case KvType::kQ8: {
+      const uint8_t* scales = RowScales(kv, pages, t);
+      for (size_t i = 0; i < kv.row_stride; ++i) {
+        uint16_t h;
+        std::memcpy(&h, scales + 2 * (i / kv.head_dim), 2);
+        out[i] = F16ToF32(h) * static_cast<float>(static_cast<int8_t>(src[i]));
+      }
+      if (KvRotated(kv)) {
+        for (size_t h = 0; h < kv.row_stride; h += kv.head_dim) HadamardRow(out + h, kv.head_dim);
+      }
+      return;
+    }
+  }
+}
+
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n) {
   if (k == nullptr || v == nullptr || kv.k_pages == nullptr || kv.v_pages == nullptr ||
-      kv.page_tokens == 0) {
+      kv.page_tokens == 0 || (kv.type == KvType::kQ8 && kv.head_dim == 0)) {
     return;
   }
   for (size_t t = 0; t < n; ++t) {
-    const size_t pos = n_past + t;
-    const size_t page = pos / kv.page_tokens;
-    const size_t slot = (pos % kv.page_tokens) * kv.row_stride;
-    const float* ksrc = k + t * kv.row_stride;
-    const float* vsrc = v + t * kv.row_stride;
-    if (kv.type == KvType::kF32) {
-      std::memcpy(static_cast<float*>(kv.k_pages[page]) + slot, ksrc, kv.row_stride * 4);
-      std::memcpy(static_cast<float*>(kv.v_pages[page]) + slot, vsrc, kv.row_stride * 4);
+    StoreRow(kv, kv.k_pages, n_past + t, k + t * kv.row_stride);
+    StoreRow(kv, kv.v_pages, n_past + t, v + t * kv.row_stride);
+  }
+}
+
+void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope) {
+  if (kv.k_pages == nullptr || kv.v_pages == nullptr || kv.page_tokens == 0 || dst >= src ||
+      (kv.type == KvType::kQ8 && kv.head_dim == 0) ||
+      (rope.head_dim != 0 && kv.row_stride % rope.head_dim != 0)) {
+    return;
+  }
+  std::vector<uint8_t> bytes(KvRowBytes(kv.type, kv.row_stride, kv.head_dim));
+  std::vector<float> row(kv.row_stride);
+  // A negative position rotates backwards: R(p) then R(dst - src) is
+  // R(p + dst - src).
+  const int32_t delta = -static_cast<int32_t>(src - dst);
+  for (size_t i = 0; i < count; ++i) {
+    KvReadRow(kv, kv.v_pages, src + i, bytes.data());
+    KvWriteRow(kv, kv.v_pages, dst + i, bytes.data());
+    if (rope.head_dim == 0) {
+      KvReadRow(kv, kv.k_pages, src + i, bytes.data());
+      KvWriteRow(kv, kv.k_pages, dst + i, bytes.data());
       continue;
     }
-    uint16_t* kdst = static_cast<uint16_t*>(kv.k_pages[page]) + slot;
-    uint16_t* vdst = static_cast<uint16_t*>(kv.v_pages[page]) + slot;
-    for (size_t i = 0; i < kv.row_stride; ++i) {
-      kdst[i] = F32ToF16(ksrc[i]);
-      vdst[i] = F32ToF16(vsrc[i]);
-    }
+    KvRowToF32(kv, kv.k_pages, src + i, row.data());
+    Rope(row.data(), 1, kv.row_stride / rope.head_dim, rope.head_dim, &delta, rope.theta,
+         rope.style);
+    StoreRow(kv, kv.k_pages, dst + i, row.data());
   }
 }
 
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool) {
   if (q == nullptr || out == nullptr || n == 0 || n_heads == 0 || n_kv_heads == 0 ||
-      n_heads % n_kv_heads != 0 || kv.page_tokens == 0) {
+      n_heads % n_kv_heads != 0 || kv.page_tokens == 0 ||
+      (kv.type == KvType::kQ8 && kv.head_dim != head_dim)) {
     return;
   }
   const size_t group = n_heads / n_kv_heads;

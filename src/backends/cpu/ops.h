@@ -27,15 +27,63 @@ struct WeightView {
 // The KV cache as the attention kernel sees it: positions [0, n_past + n)
 // of one layer, stored in pages of `page_tokens` tokens. Page p holds tokens
 // [p * page_tokens, (p + 1) * page_tokens); a token's K row (n_kv_heads *
-// head_dim values) is at k_pages[p] + (t % page_tokens) * row_stride elements.
-enum class KvType : uint8_t { kF32 = 0, kF16 = 1 };
+// head_dim values) starts at element (t % page_tokens) * row_stride of
+// k_pages[p]. q8 pages hold the int8 rows of all their tokens first, then one
+// f16 scale per (token, kv head): the scale of head h of token t is f16
+// number (t % page_tokens) * (row_stride / head_dim) + h after the codes.
+// A q8 head row y is quantized as code * scale with scale = max|y| / 127.
+// When head_dim is a power of two, y is the head's values x in the
+// orthonormal Walsh-Hadamard basis, y = H x with H[i][j] = (-1)^popcount(i & j)
+// / sqrt(head_dim), so x = H y: a few large channels (common in K) are
+// spread over the whole row and no longer set the step for the small ones.
+// Dot products are unchanged by H, so attention rotates the query instead
+// of every row. Other head_dims store x itself.
+enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
 struct KvView {
   KvType type = KvType::kF16;
   void* const* k_pages = nullptr;
   void* const* v_pages = nullptr;
   size_t page_tokens = 0;
   size_t row_stride = 0;  // elements per token row (n_kv_heads * head_dim)
+  size_t head_dim = 0;    // elements per q8 scale; must divide row_stride
 };
+
+// The rotary embedding a layer applied to its cached K rows (head_dim 0:
+// none), so that rows can be moved to other positions.
+struct KvRope {
+  size_t head_dim = 0;
+  float theta = 10000.0f;
+  RopeStyle style = RopeStyle::kNeox;
+};
+
+// Whether q8 rows of `kv` are stored in the Hadamard basis (see above).
+inline bool KvRotated(const KvView& kv) {
+  return kv.type == KvType::kQ8 && kv.head_dim > 1 && (kv.head_dim & (kv.head_dim - 1)) == 0;
+}
+
+// Bytes one token row of a K or V page takes (q8: codes and scales).
+size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim);
+// Copies row t of `pages` (kv.k_pages or kv.v_pages) to or from
+// KvRowBytes(...) bytes: the stored values, then (q8) the row's scales.
+void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes);
+void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes);
+// Row t of `pages` widened to f32 (row_stride values).
+void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out);
+
+// How Linear multiplies q4/q8 weights (plain dtypes always use f32 maths).
+enum class QuantMath : uint8_t {
+  // Activations stay f32: the reference-accurate path (docs/kernels.md).
+  kF32 = 0,
+  // Activations are quantized to int8 per weight group and multiplied with
+  // the codes in integer SIMD (maddubs / VNNI / sdot). Faster; adds an error
+  // bounded per group by (scale_x / 2) * sum |w - min| (docs/kernels.md).
+  // Targets without an int8 dot product fall back to kF32.
+  kInt8 = 1,
+};
+// Process-wide; read by every Linear call. The default is kF32 so results
+// match the f32 reference unless an application opts in.
+void SetQuantMath(QuantMath math);
+QuantMath GetQuantMath();
 
 // out[n, w.rows] = x[n, w.cols] * W^T (+ bias[w.rows] when non-null).
 void Linear(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
@@ -60,5 +108,10 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
 // [n_past, n_past + n) over cache positions [0, n_past + n); out has q's shape.
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool);
+// Moves cache positions [src, src + count) to [dst, dst + count), dst < src,
+// for a sliding window: V rows are copied as stored; K rows are re-encoded at
+// their new positions (rotated by dst - src positions with `rope`, which
+// composes exactly with the rotation they carry) and stored again.
+void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope);
 
 }  // namespace pocket::cpu

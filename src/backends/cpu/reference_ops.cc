@@ -1,5 +1,6 @@
 #include "backends/cpu/reference_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -15,28 +16,96 @@ uint16_t LoadU16(const uint8_t* p) {
   return v;
 }
 
+size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
+
 // Address of cache row t (all kv heads) in a K or V page table.
 const uint8_t* KvRow(const KvView& kv, void* const* pages, size_t t) {
-  const size_t elem = kv.type == KvType::kF32 ? 4 : 2;
   return static_cast<const uint8_t*>(pages[t / kv.page_tokens]) +
-         (t % kv.page_tokens) * kv.row_stride * elem;
+         (t % kv.page_tokens) * kv.row_stride * KvElemBytes(kv.type);
 }
 
-float KvAt(const KvView& kv, const uint8_t* row, size_t i) {
-  if (kv.type == KvType::kF32) {
-    float f;
-    std::memcpy(&f, row + 4 * i, 4);
-    return f;
+// q8: address of the f16 scale of element i of row t (ops.h's page layout).
+uint8_t* KvScale(const KvView& kv, void* const* pages, size_t t, size_t i) {
+  const size_t heads = kv.row_stride / kv.head_dim;
+  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + kv.page_tokens * kv.row_stride +
+         ((t % kv.page_tokens) * heads + i / kv.head_dim) * 2;
+}
+
+// q8 with a power-of-two head_dim: head rows are stored as H x (ops.h).
+bool Rotated(const KvView& kv) {
+  return kv.type == KvType::kQ8 && kv.head_dim > 1 && (kv.head_dim & (kv.head_dim - 1)) == 0;
+}
+
+float HadamardEntry(size_t i, size_t j, size_t n) {
+  return (__builtin_popcountll(i & j) % 2 ? -1.0f : 1.0f) / std::sqrt(static_cast<float>(n));
+}
+
+float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i);
+
+float KvAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
+  if (!Rotated(kv)) return KvStoredAt(kv, pages, t, i);
+  // x = H y over i's head.
+  const size_t head = i / kv.head_dim * kv.head_dim;
+  float x = 0.0f;
+  for (size_t j = 0; j < kv.head_dim; ++j) {
+    x += HadamardEntry(i - head, j, kv.head_dim) * KvStoredAt(kv, pages, t, head + j);
   }
-  return F16ToF32(LoadU16(row + 2 * i));
+  return x;
 }
 
-void KvStore(const KvView& kv, uint8_t* row, size_t i, float value) {
-  if (kv.type == KvType::kF32) {
-    std::memcpy(row + 4 * i, &value, 4);
-  } else {
-    const uint16_t h = F32ToF16(value);
-    std::memcpy(row + 2 * i, &h, 2);
+// The value stored for element i of row t (in the Hadamard basis when
+// rotated).
+float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
+  const uint8_t* row = KvRow(kv, pages, t);
+  switch (kv.type) {
+    case KvType::kF32: {
+      float f;
+      std::memcpy(&f, row + 4 * i, 4);
+      return f;
+    }
+    case KvType::kF16:
+      return F16ToF32(LoadU16(row + 2 * i));
+    case KvType::kQ8:
+      return F16ToF32(LoadU16(KvScale(kv, pages, t, i))) *
+             static_cast<float>(static_cast<int8_t>(row[i]));
+  }
+  return 0.0f;
+}
+
+// Stores values[row_stride] as row t: f32 as is, f16 rounded to nearest
+// even, q8 per head: x = the values (rotated: H values), scale = f16(max|x| /
+// 127), code = round(x / scale).
+void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* values) {
+  uint8_t* row = const_cast<uint8_t*>(KvRow(kv, pages, t));
+  std::vector<float> x(values, values + kv.row_stride);
+  if (Rotated(kv)) {
+    for (size_t i = 0; i < kv.row_stride; ++i) {
+      const size_t head = i / kv.head_dim * kv.head_dim;
+      double y = 0.0;
+      for (size_t j = 0; j < kv.head_dim; ++j) {
+        y += static_cast<double>(HadamardEntry(i - head, j, kv.head_dim)) * values[head + j];
+      }
+      x[i] = static_cast<float>(y);
+    }
+  }
+  for (size_t i = 0; i < kv.row_stride; ++i) {
+    if (kv.type == KvType::kF32) {
+      std::memcpy(row + 4 * i, &x[i], 4);
+    } else if (kv.type == KvType::kF16) {
+      const uint16_t h = F32ToF16(x[i]);
+      std::memcpy(row + 2 * i, &h, 2);
+    } else if (i % kv.head_dim == 0) {
+      float amax = 0.0f;
+      for (size_t j = i; j < i + kv.head_dim; ++j) amax = std::max(amax, std::fabs(x[j]));
+      const uint16_t h = F32ToF16(amax / 127.0f);
+      std::memcpy(KvScale(kv, pages, t, i), &h, 2);
+      const float scale = F16ToF32(h);
+      for (size_t j = i; j < i + kv.head_dim; ++j) {
+        const float code = scale > 0.0f ? std::nearbyint(x[j] / scale) : 0.0f;
+        row[j] =
+            static_cast<uint8_t>(static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, code))));
+      }
+    }
   }
 }
 
@@ -97,6 +166,60 @@ void Linear(const float* x, size_t n, const WeightView& w, const float* bias, fl
   }
 }
 
+void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s) {
+  for (size_t b = 0; b < cols / block; ++b) {
+    const float* xb = x + b * block;
+    float amax = 0.0f;
+    double sum = 0.0;
+    for (size_t j = 0; j < block; ++j) {
+      amax = std::max(amax, std::fabs(xb[j]));
+      sum += xb[j];
+    }
+    d[b] = amax / 127.0f;
+    s[b] = static_cast<float>(sum);
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (size_t j = 0; j < block; ++j) {
+      q[b * block + j] = static_cast<int8_t>(std::nearbyint(xb[j] * inv));
+    }
+  }
+}
+
+void LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias, float* out) {
+  const bool q4 = w.dtype == DType::kQ4;
+  const size_t group = q4 ? w.group : kQ8Group;
+  const size_t groups = w.cols / group;
+  const size_t code_bytes = q4 ? w.cols / 2 : w.cols;
+  const uint8_t* scales = w.data + w.rows * code_bytes;
+  const uint8_t* mins = scales + w.rows * groups * 2;
+  std::vector<int8_t> q(w.cols);
+  std::vector<float> d(groups), s(groups);
+  for (size_t t = 0; t < n; ++t) {
+    QuantizeActivations(x + t * w.cols, w.cols, group, q.data(), d.data(), s.data());
+    for (size_t r = 0; r < w.rows; ++r) {
+      double sum = 0.0;
+      for (size_t g = 0; g < groups; ++g) {
+        int64_t dot = 0;
+        for (size_t j = 0; j < group; ++j) {
+          const size_t col = g * group + j;
+          int code;
+          if (q4) {
+            const uint8_t byte = w.data[r * code_bytes + g * group / 2 + j % (group / 2)];
+            code = j < group / 2 ? (byte & 0xF) : (byte >> 4);
+          } else {
+            code = static_cast<int8_t>(w.data[r * code_bytes + col]);
+          }
+          dot += static_cast<int64_t>(code) * q[col];
+        }
+        const size_t at = (r * groups + g) * 2;
+        sum +=
+            static_cast<double>(F16ToF32(LoadU16(scales + at))) * d[g] * static_cast<double>(dot);
+        if (q4) sum += static_cast<double>(F16ToF32(LoadU16(mins + at))) * s[g];
+      }
+      out[t * w.rows + r] = static_cast<float>(sum) + (bias ? bias[r] : 0.0f);
+    }
+  }
+}
+
 void Embed(const WeightView& table, const int32_t* ids, size_t n, float* out) {
   for (size_t t = 0; t < n; ++t) {
     DequantizeRow(table, static_cast<size_t>(ids[t]), out + t * table.cols);
@@ -151,12 +274,8 @@ void Add(const float* a, const float* b, size_t count, float* out) {
 
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n) {
   for (size_t t = 0; t < n; ++t) {
-    uint8_t* krow = const_cast<uint8_t*>(KvRow(kv, kv.k_pages, n_past + t));
-    uint8_t* vrow = const_cast<uint8_t*>(KvRow(kv, kv.v_pages, n_past + t));
-    for (size_t i = 0; i < kv.row_stride; ++i) {
-      KvStore(kv, krow, i, k[t * kv.row_stride + i]);
-      KvStore(kv, vrow, i, v[t * kv.row_stride + i]);
-    }
+    KvStoreRow(kv, kv.k_pages, n_past + t, k + t * kv.row_stride);
+    KvStoreRow(kv, kv.v_pages, n_past + t, v + t * kv.row_stride);
   }
 }
 
@@ -172,9 +291,8 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       const size_t kv_off = (h / group) * head_dim;
       float max_score = -INFINITY;
       for (size_t p = 0; p < len; ++p) {
-        const uint8_t* krow = KvRow(kv, kv.k_pages, p);
         float dot = 0.0f;
-        for (size_t j = 0; j < head_dim; ++j) dot += qh[j] * KvAt(kv, krow, kv_off + j);
+        for (size_t j = 0; j < head_dim; ++j) dot += qh[j] * KvAt(kv, kv.k_pages, p, kv_off + j);
         scores[p] = dot * scale;
         if (scores[p] > max_score) max_score = scores[p];
       }
@@ -186,9 +304,30 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       float* oh = out + (i * n_heads + h) * head_dim;
       for (size_t j = 0; j < head_dim; ++j) oh[j] = 0.0f;
       for (size_t p = 0; p < len; ++p) {
-        const uint8_t* vrow = KvRow(kv, kv.v_pages, p);
         const float weight = scores[p] / sum;
-        for (size_t j = 0; j < head_dim; ++j) oh[j] += weight * KvAt(kv, vrow, kv_off + j);
+        for (size_t j = 0; j < head_dim; ++j) oh[j] += weight * KvAt(kv, kv.v_pages, p, kv_off + j);
+      }
+    }
+  }
+}
+
+void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope) {
+  std::vector<float> k(kv.row_stride);
+  const int32_t position = static_cast<int32_t>(dst) - static_cast<int32_t>(src);
+  const size_t value_bytes = kv.row_stride * KvElemBytes(kv.type);
+  for (size_t t = 0; t < count; ++t) {
+    for (size_t i = 0; i < kv.row_stride; ++i) k[i] = KvAt(kv, kv.k_pages, src + t, i);
+    if (rope.head_dim != 0) {
+      Rope(k.data(), 1, kv.row_stride / rope.head_dim, rope.head_dim, &position, rope.theta,
+           rope.style);
+    }
+    KvStoreRow(kv, kv.k_pages, dst + t, k.data());
+    // V rows move unchanged, scales included.
+    std::memmove(const_cast<uint8_t*>(KvRow(kv, kv.v_pages, dst + t)),
+                 KvRow(kv, kv.v_pages, src + t), value_bytes);
+    if (kv.type == KvType::kQ8) {
+      for (size_t i = 0; i < kv.row_stride; i += kv.head_dim) {
+        std::memmove(KvScale(kv, kv.v_pages, dst + t, i), KvScale(kv, kv.v_pages, src + t, i), 2);
       }
     }
   }

@@ -27,4 +27,13 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out);
 
+// The int8-activation Linear (QuantMath::kInt8), written from the formulas of
+// kernels/cpu/act_quant-inl.h and matvec_int8-inl.h: per block of x,
+// d = max|x| / 127, q = round_half_even(x * (127 / max|x|)), s = sum x; then
+// per weight group g the integer sum of code * q, times scale_g * d_g, plus
+// min_g * s_g for q4, accumulated in double. w must be q4 or q8.
+void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s);
+void LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias, float* out);
+void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope);
+
 }  // namespace pocket::cpu::reference

@@ -1,0 +1,230 @@
+// Session::Save and Session::Load: the session state file of
+// docs/memory.md. Every field is little-endian; the reader checks each one
+// before using it and the whole file's CRC32C before changing anything.
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "util/crc32c.h"
+
+namespace pocket {
+
+namespace {
+
+constexpr char kMagic[8] = {'P', 'O', 'C', 'K', 'E', 'T', 'K', 'V'};
+constexpr uint32_t kVersion = 1;
+// Generate keeps at most one token pending; a few more are allowed for
+// callers that stop elsewhere.
+constexpr uint64_t kMaxPending = 16;
+
+// What identifies the model file a state belongs to: the CRC32Cs of the
+// sections that define the computation, from the file's section table, and
+// the data size.
+struct Identity {
+  uint32_t config = 0, graph = 0, tensors = 0, data = 0;
+  uint64_t data_size = 0;
+  bool operator==(const Identity& o) const {
+    return config == o.config && graph == o.graph && tensors == o.tensors && data == o.data &&
+           data_size == o.data_size;
+  }
+};
+
+Identity ModelIdentity(const PocketFile& file) {
+  Identity id;
+  for (const SectionEntry& s : file.sections()) {
+    switch (static_cast<SectionKind>(s.kind)) {
+      case SectionKind::kConfig:
+        id.config = s.crc32c;
+        break;
+      case SectionKind::kGraph:
+        id.graph = s.crc32c;
+        break;
+      case SectionKind::kTensors:
+        id.tensors = s.crc32c;
+        break;
+      case SectionKind::kData:
+        id.data = s.crc32c;
+        break;
+      default:
+        break;
+    }
+  }
+  id.data_size = file.data_size();
+  return id;
+}
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// Reads fields in order from untrusted bytes; Take fails past the end.
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  template <typename T>
+  bool Take(T* value) {
+    if (bytes_.size() - at_ < sizeof(T)) return false;
+    std::memcpy(value, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  const uint8_t* Here() const { return reinterpret_cast<const uint8_t*>(bytes_.data()) + at_; }
+  size_t left() const { return bytes_.size() - at_; }
+  void Skip(size_t n) { at_ += n; }
+
+ private:
+  const std::string& bytes_;
+  size_t at_ = 0;
+};
+
+std::string Header(const Model& model, cpu::KvType type) {
+  std::string out(kMagic, sizeof(kMagic));
+  Put(&out, kVersion);
+  Put(&out, static_cast<uint32_t>(type));
+  const Identity id = ModelIdentity(model.file());
+  Put(&out, id.config);
+  Put(&out, id.graph);
+  Put(&out, id.tensors);
+  Put(&out, id.data);
+  Put(&out, id.data_size);
+  const Plan& plan = model.plan();
+  Put(&out, static_cast<uint32_t>(plan.kv_row.size()));
+  for (size_t l = 0; l < plan.kv_row.size(); ++l) {
+    Put(&out, static_cast<uint32_t>(plan.kv_row[l]));
+    Put(&out, static_cast<uint32_t>(plan.kv_head_dim[l]));
+  }
+  return out;
+}
+
+const char* KvTypeName(uint32_t type) {
+  switch (type) {
+    case static_cast<uint32_t>(cpu::KvType::kF32):
+      return "f32";
+    case static_cast<uint32_t>(cpu::KvType::kF16):
+      return "f16";
+    case static_cast<uint32_t>(cpu::KvType::kQ8):
+      return "q8";
+  }
+  return "unknown";
+}
+
+Status ReadWholeFile(const std::string& path, std::string* out) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (f == nullptr) {
+    return Errorf(StatusCode::kNotFound, "%s: cannot open the session state for reading",
+                  path.c_str());
+  }
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) out->append(buf, got);
+  if (std::ferror(f.get())) {
+    return Errorf(StatusCode::kIoError, "%s: read error", path.c_str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Session::Save(const std::string& path) const {
+  std::string out = Header(*model_, options_.kv_type);
+  const std::vector<int32_t>& pending = continuation_.pending;
+  Put(&out, static_cast<uint64_t>(tokens_.size()));
+  Put(&out, static_cast<uint64_t>(pending.size()));
+  for (int32_t t : tokens_) Put(&out, t);
+  for (int32_t t : pending) Put(&out, t);
+  kv_.Write(tokens_.size(), &out);
+  Put(&out, Crc32c(0, out.data(), out.size()));
+
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (f == nullptr) {
+    return Errorf(StatusCode::kIoError, "%s: cannot open for writing the session state",
+                  path.c_str());
+  }
+  if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size() || std::fflush(f.get()) != 0) {
+    return Errorf(StatusCode::kIoError, "%s: writing %zu bytes of session state failed",
+                  path.c_str(), out.size());
+  }
+  return Status::Ok();
+}
+
+Status Session::Load(const std::string& path) {
+  std::string bytes;
+  POCKET_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
+  auto corrupt = [&](const char* what) {
+    return Errorf(StatusCode::kCorruptFile, "%s: not a valid Pocket session state: %s",
+                  path.c_str(), what);
+  };
+  const std::string expected = Header(*model_, options_.kv_type);
+  if (bytes.size() < expected.size() + 2 * sizeof(uint64_t) + sizeof(uint32_t) ||
+      std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return corrupt("the file is too short or does not start with POCKETKV");
+  }
+  uint32_t crc = 0;
+  std::memcpy(&crc, bytes.data() + bytes.size() - sizeof(crc), sizeof(crc));
+  if (Crc32c(0, bytes.data(), bytes.size() - sizeof(crc)) != crc) {
+    return corrupt("its CRC32C does not match (truncated or damaged file)");
+  }
+  Reader r(bytes);
+  r.Skip(sizeof(kMagic));
+  uint32_t version = 0, type = 0;
+  r.Take(&version);
+  r.Take(&type);
+  if (version != kVersion) {
+    return Errorf(StatusCode::kUnsupported,
+                  "%s: session state version %u; this build reads version %u", path.c_str(),
+                  version, kVersion);
+  }
+  if (type != static_cast<uint32_t>(options_.kv_type)) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "%s: the state holds a %s KV cache but this session uses %s; create the session "
+                  "with the same KV type (--kv %s)",
+                  path.c_str(), KvTypeName(type),
+                  KvTypeName(static_cast<uint32_t>(options_.kv_type)), KvTypeName(type));
+  }
+  if (bytes.compare(0, expected.size(), expected) != 0) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "%s: the state was saved with a different model file (its config, graph, "
+                  "tensor or data checksums or KV layout differ from this model's); load it "
+                  "with the model that saved it",
+                  path.c_str());
+  }
+  r.Skip(expected.size() - sizeof(kMagic) - 2 * sizeof(uint32_t));
+  uint64_t n_tokens = 0, n_pending = 0;
+  r.Take(&n_tokens);
+  r.Take(&n_pending);
+  const size_t limit = TokenLimit(LogitsMode::kLast, 1);
+  if (n_tokens > context() || n_pending > kMaxPending) {
+    return corrupt("it holds more tokens than the model's context");
+  }
+  if (n_tokens > limit) {
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "%s: the state holds %llu tokens but this session's budget of %zu MiB allows "
+                  "%zu; raise the budget (--budget MIB)",
+                  path.c_str(), static_cast<unsigned long long>(n_tokens),
+                  options_.budget_bytes / kMiB, limit);
+  }
+  const size_t ids = static_cast<size_t>(n_tokens + n_pending);
+  if (r.left() != ids * sizeof(int32_t) + kv_.SerializedBytes(n_tokens) + sizeof(crc)) {
+    return corrupt("its size does not match the token count it declares");
+  }
+  std::vector<int32_t> all(ids);
+  for (int32_t& t : all) {
+    r.Take(&t);
+    if (t < 0 || t >= model_->config().vocab)
+      return corrupt("a token id is outside the vocabulary");
+  }
+  POCKET_RETURN_IF_ERROR(kv_.Validate(n_tokens, r.Here(), kv_.SerializedBytes(n_tokens)));
+
+  Reset();
+  POCKET_RETURN_IF_ERROR(kv_.Reserve(n_tokens));
+  kv_.Read(n_tokens, r.Here());
+  tokens_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_tokens));
+  continuation_.pending.assign(all.begin() + static_cast<std::ptrdiff_t>(n_tokens), all.end());
+  return Status::Ok();
+}
+
+}  // namespace pocket

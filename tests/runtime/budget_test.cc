@@ -1,0 +1,166 @@
+// The memory budget: accounting by category, the maximum context computed
+// at creation (q8 holds >= 1.9x the tokens of f16), a budget too small for
+// the model, and policy kError at the budget's end (the session unchanged
+// and usable).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/generate.h"
+#include "runtime/memory.h"
+#include "tests/runtime/qwen3_fixture.h"
+#include "tests/runtime/stories_fixture.h"
+
+namespace pocket {
+namespace {
+
+TEST(MemoryTest, PagesCoveringCountsEachPageOnce) {
+  EXPECT_EQ(PagesCovering({}, 4096), 0u);
+  EXPECT_EQ(PagesCovering({{0, 1}}, 4096), 4096u);
+  // Overlapping, adjacent, contained and empty ranges.
+  EXPECT_EQ(PagesCovering({{100, 5000}, {4000, 100}, {8192, 4096}, {9000, 10}, {50000, 0}}, 4096),
+            3u * 4096);
+  EXPECT_EQ(PagesCovering({{4095, 2}}, 4096), 2u * 4096);
+}
+
+TEST(MemoryTest, Q8HoldsAtLeast1_9TimesTheTokensOfF16) {
+  const Model* model = testing_qwen3::Qwen3Model();
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.budget_bytes = model->weight_bytes() + model->model_bytes() + 8 * kMiB;
+  options.kv_type = cpu::KvType::kF16;
+  auto f16 = Session::Create(model, options);
+  options.kv_type = cpu::KvType::kQ8;
+  auto q8 = Session::Create(model, options);
+  ASSERT_TRUE(f16.ok() && q8.ok());
+  const size_t f16_tokens = (*f16)->max_tokens(), q8_tokens = (*q8)->max_tokens();
+  // The context (40960) must not be what limits either.
+  ASSERT_LT(q8_tokens, static_cast<size_t>(model->config().context));
+  ASSERT_GT(f16_tokens, 0u);
+  EXPECT_GE(static_cast<double>(q8_tokens), 1.9 * static_cast<double>(f16_tokens))
+      << f16_tokens << " vs " << q8_tokens;
+  // Per token: 2 layers x K and V x 64 values, 2 bytes (f16) or 1 + a 2-byte
+  // scale per 64 (q8); pages of 64 tokens.
+  EXPECT_EQ((*f16)->kv_cache().page_bytes(), 2u * 2 * 64 * 2 * 64);
+  EXPECT_EQ((*q8)->kv_cache().page_bytes(), 2u * 2 * (64 + 2) * 64);
+}
+
+TEST(MemoryTest, UsageByCategory) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  auto session = Session::Create(model, SessionOptions());
+  ASSERT_TRUE(session.ok());
+  // stories260K at f32: every weight of the file is read by the plan.
+  const size_t params_bytes = model->weight_bytes();
+  EXPECT_GT(params_bytes, 260000u * 4);
+  EXPECT_LE(params_bytes, static_cast<size_t>(model->file().size()) + OsPageSize());
+  std::vector<float> logits;
+  ASSERT_TRUE((*session)->Eval(std::vector<int32_t>(70, 403), LogitsMode::kLast, &logits).ok());
+  const MemoryUsage m = (*session)->memory();
+  EXPECT_EQ(m.weights, params_bytes);
+  EXPECT_GT(m.model, 0u);
+  EXPECT_EQ(m.kv, 2 * (*session)->kv_cache().page_bytes());
+  EXPECT_EQ(m.tokens, 70u);
+  EXPECT_EQ(m.budget, 300 * kMiB);
+  EXPECT_EQ(m.max_tokens, 512u);  // the context limits this tiny model
+  EXPECT_EQ(m.logits, 512u * 12);
+  EXPECT_EQ(m.total(), m.weights + m.model + m.kv + m.scratch + m.logits);
+  // The file was just read, so the kernel holds its pages.
+  EXPECT_GT(m.weights_resident, 0u);
+  // A prefill chunk keeps one row of logits, not 64.
+  EXPECT_EQ(m.scratch, Executor::ScratchBytesFor(model->plan(), 64, Executor::Output::kLastRow));
+  EXPECT_LT(m.scratch + 63 * 512 * sizeof(float),
+            Executor::ScratchBytesFor(model->plan(), 64, Executor::Output::kAllRows));
+}
+
+TEST(MemoryTest, BudgetTooSmallForTheModelIsAnErrorAtCreation) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.budget_bytes = kMiB;
+  auto session = Session::Create(model, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), StatusCode::kBudgetExceeded);
+  const std::string msg = session.status().message();
+  for (const char* part : {"memory budget of 1 MiB is too small", "weights 1.", "before any KV",
+                           "raise the budget to at least 2 MiB"}) {
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " in: " << msg;
+  }
+}
+
+// A budget that holds exactly `pages` KV pages beside everything else.
+SessionOptions BudgetForPages(const Model* model, size_t pages, cpu::KvType type) {
+  SessionOptions options;
+  options.kv_type = type;
+  options.budget_bytes = 0;
+  Session probe(model, options);
+  const size_t fixed = model->weight_bytes() + model->model_bytes() +
+                       Executor::ScratchBytesFor(model->plan(), 64, Executor::Output::kLastRow) +
+                       static_cast<size_t>(model->config().vocab) * 12;
+  options.budget_bytes = fixed + pages * probe.kv_cache().page_bytes() + 100;
+  return options;
+}
+
+TEST(MemoryTest, ErrorPolicyFailsAtTheBudgetAndKeepsTheSession) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  auto created = Session::Create(model, BudgetForPages(model, 2, cpu::KvType::kF32));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Session& session = **created;
+  ASSERT_EQ(session.max_tokens(), 128u);
+  std::vector<float> logits;
+  ASSERT_TRUE(session.Eval(std::vector<int32_t>(120, 403), LogitsMode::kLast, &logits).ok());
+  Status s = session.Eval(std::vector<int32_t>(9, 403), LogitsMode::kLast, &logits);
+  EXPECT_EQ(s.code(), StatusCode::kBudgetExceeded);
+  for (const char* part : {"memory budget of", "120 tokens are held and 9 more do not fit",
+                           "--budget", "--kv q8", "--kv-policy slide"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " in: " << s.message();
+  }
+  EXPECT_EQ(session.position(), 120u);
+  EXPECT_EQ(session.kv_cache().bytes(), 2 * session.kv_cache().page_bytes());
+  // Still usable: what fits goes in and gives the logits a fresh session
+  // gives.
+  ASSERT_TRUE(session.Eval(std::vector<int32_t>(8, 407), LogitsMode::kLast, &logits).ok());
+  SessionOptions unlimited;
+  unlimited.kv_type = cpu::KvType::kF32;
+  unlimited.budget_bytes = 0;
+  Session fresh(model, unlimited);
+  std::vector<int32_t> all(120, 403);
+  all.insert(all.end(), 8, 407);
+  std::vector<float> expected;
+  ASSERT_TRUE(fresh.Eval(all, LogitsMode::kLast, &expected).ok());
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(logits[i], expected[i], 1e-3) << i;
+
+  // Generate stops with the same error, keeping what it generated.
+  session.Truncate(100);
+  GenerateOptions o;
+  o.max_new_tokens = 100;
+  o.ignore_eos = true;
+  GenerateResult r;
+  s = Generate(&session, " once", o, nullptr, &r);
+  EXPECT_EQ(s.code(), StatusCode::kBudgetExceeded);
+  EXPECT_EQ(session.position(), 128u);
+  EXPECT_FALSE(r.ids.empty());
+}
+
+TEST(MemoryTest, SlidingNeedsRoomForSinksAndOneChunk) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  SessionOptions options = BudgetForPages(model, 1, cpu::KvType::kF16);
+  options.kv_policy = KvPolicy::kSlide;
+  auto session = Session::Create(model, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), StatusCode::kBudgetExceeded);
+  EXPECT_NE(session.status().message().find("leaves room for 64 tokens, fewer than a sliding "
+                                            "window needs (4 sink tokens + a prefill chunk of 64)"),
+            std::string::npos)
+      << session.status().message();
+  options = BudgetForPages(model, 2, cpu::KvType::kF16);
+  options.kv_policy = KvPolicy::kSlide;
+  EXPECT_TRUE(Session::Create(model, options).ok());
+}
+
+}  // namespace
+}  // namespace pocket
