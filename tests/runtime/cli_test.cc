@@ -1,7 +1,6 @@
 // The generation subcommands end to end: `pocket run --temp 0 --json` on the
 // converted stories260K reproduces the golden ids; `pocket logits` writes
 // the reference logits as .npy; usage errors exit 2.
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,37 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/run_cli.h"
 #include "tests/runtime/stories_fixture.h"
 
 namespace pocket {
 namespace {
 
-struct Output {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs `pocket ARGS` through /bin/sh; `stdin_text` is piped in when given;
-// stderr is kept (after stdout's text) when `with_stderr`.
-Output RunCli(const std::string& args, const std::string& stdin_printf = "",
-              bool with_stderr = false) {
-  Output o;
-  const char* cli = std::getenv("POCKET_CLI");
-  if (cli == nullptr) {
-    ADD_FAILURE() << "POCKET_CLI is not set (ctest sets it to the pocket binary)";
-    return o;
-  }
-  std::string cmd = std::string("'") + cli + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  if (!stdin_printf.empty()) cmd = "printf '" + stdin_printf + "' | " + cmd;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) o.out.append(buf, n);
-  const int status = pclose(p);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
+using Output = testing::CliOutput;
+using testing::RunCli;
 
 TEST(CliTest, RunJsonReproducesGolden) {
   const std::string model = testing_stories::StoriesPath();

@@ -1,34 +1,17 @@
 // `pocket tokenize` / `pocket detokenize` end to end (the binary named by
 // $POCKET_CLI, which ctest sets).
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "testing/run_cli.h"
+
 namespace {
 
-struct CliResult {
-  int exit_code;
-  std::string out;
-};
-
-CliResult RunCli(const std::string& args) {
-  const char* cli = std::getenv("POCKET_CLI");
-  EXPECT_NE(cli, nullptr) << "POCKET_CLI is not set (run through ctest)";
-  if (cli == nullptr) return {-1, ""};
-  const std::string cmd = std::string(cli) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using CliResult = pocket::testing::CliOutput;
+using pocket::testing::RunCli;
 
 const std::string kQwen =
     std::string("--tokenizer-json ") + POCKET_TEST_DATA + "/qwen3-tokenizer/tokenizer.json";
