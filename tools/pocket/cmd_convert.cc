@@ -63,15 +63,7 @@ int CmdConvert(int argc, char** argv) {
     options.progress = progress.Callback();
     stats = ConvertModel(args.positional()[0], args.Get("-o"), options);
   }
-  if (!stats.ok()) {
-    std::fprintf(stderr, "pocket convert: %s\n", stats.status().ToString().c_str());
-    return kExitError;
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "wrote %s: %s\n", args.Get("-o").c_str(),
-               FormatConvertSummary(*stats, seconds).c_str());
-  return kExitOk;
+  return ReportConversion("convert", stats, args.Get("-o"), start);
 }
 
 }  // namespace pocket::cli

@@ -53,31 +53,6 @@ const char* TokenizerKindName(TokenizerKind k) {
   return "unknown";
 }
 
-Json ConfigJson(const ModelConfig& c) {
-  Json j = Json::object();
-  j["architecture"] = c.architecture;
-  j["n_layers"] = c.n_layers;
-  j["hidden"] = c.hidden;
-  j["n_heads"] = c.n_heads;
-  j["n_kv_heads"] = c.n_kv_heads;
-  j["head_dim"] = c.head_dim;
-  j["ffn"] = c.ffn;
-  j["vocab"] = c.vocab;
-  j["context"] = c.context;
-  j["rope_theta"] = c.rope_theta;
-  j["rope_style"] = c.rope_style == RopeStyle::kNeox ? "neox" : "interleaved";
-  j["tied_embeddings"] = c.tied_embeddings;
-  j["quant_summary"] = c.quant_summary;
-  j["chat_template_kind"] = c.chat_template_kind;
-  j["bos_id"] = c.bos_id;
-  j["eos_id"] = c.eos_id;
-  j["stop_token_ids"] = c.stop_token_ids;
-  StatusOr<Json> prov = ParseJson(c.provenance_json, "provenance");
-  j["provenance"] = prov.ok() ? *prov : Json(c.provenance_json);
-  j["license"] = c.license;
-  return j;
-}
-
 Json TokenizerJson(const Tokenizer& t) {
   Json j = Json::object();
   j["kind"] = TokenizerKindName(t.kind());
@@ -112,7 +87,9 @@ Json Describe(const std::string& path, const PocketFile& f, std::string* errors)
 
   StatusOr<ModelConfig> config = ParseModelConfig(std::string(f.config_json()));
   if (config.ok()) {
-    out["config"] = ConfigJson(*config);
+    // The config exactly as the converter stores it (docs/convert.md).
+    StatusOr<Json> stored = ParseJson(ModelConfigToJson(*config), "config");
+    if (stored.ok()) out["config"] = *stored;
   } else {
     out["config_error"] = config.status().message();
     *errors += "config: " + config.status().message() + "\n";

@@ -91,15 +91,7 @@ int CmdSynth(int argc, char** argv) {
     StderrProgress progress;
     stats = WritePocketModel(*model, *quant, args.Get("-o"), progress.Callback());
   }
-  if (!stats.ok()) {
-    std::fprintf(stderr, "pocket synth: %s\n", stats.status().ToString().c_str());
-    return kExitError;
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "wrote %s: %s\n", args.Get("-o").c_str(),
-               FormatConvertSummary(*stats, seconds).c_str());
-  return kExitOk;
+  return ReportConversion("synth", stats, args.Get("-o"), start);
 }
 
 }  // namespace pocket::cli

@@ -1,13 +1,16 @@
 // Conversion progress on stderr: one self-overwriting line on a terminal,
-// and a line per tenth of the work otherwise (logs stay short).
+// and a line per tenth of the work otherwise (logs stay short); and the
+// closing report shared by `convert` and `synth`.
 #pragma once
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "convert/converter.h"
+#include "tools/pocket/commands.h"
 
 namespace pocket::cli {
 
@@ -38,5 +41,19 @@ class StderrProgress {
   bool started_ = false;
   size_t last_tenth_ = 0;
 };
+
+// Prints "wrote OUT: summary" or "<command>: error" and returns the exit code.
+inline int ReportConversion(const char* command, const StatusOr<ConvertStats>& stats,
+                            const std::string& out, std::chrono::steady_clock::time_point start) {
+  if (!stats.ok()) {
+    std::fprintf(stderr, "pocket %s: %s\n", command, stats.status().ToString().c_str());
+    return kExitError;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "wrote %s: %s\n", out.c_str(),
+               FormatConvertSummary(*stats, seconds).c_str());
+  return kExitOk;
+}
 
 }  // namespace pocket::cli
