@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "runtime/memory.h"
+#include "runtime/opencl_executor.h"
 
 namespace pocket {
 
@@ -13,10 +14,17 @@ size_t Model::ResidentWeightBytes() const {
 }
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelOptions& options) {
-  if (options.backend != "cpu") {
+#ifdef POCKET_WITH_OPENCL
+  const bool opencl = options.backend == "opencl";
+  const char* available = "cpu, opencl";
+#else
+  const bool opencl = false;
+  const char* available = "cpu";
+#endif
+  if (options.backend != "cpu" && !opencl) {
     return Errorf(StatusCode::kUnsupported,
-                  "backend '%s' is not built into this library; available: cpu",
-                  options.backend.c_str());
+                  "backend '%s' is not built into this library; available: %s",
+                  options.backend.c_str(), available);
   }
   if (options.threads < 0) {
     return Errorf(StatusCode::kInvalidArgument, "threads must be >= 0 (0 = all cores), got %d",
@@ -57,6 +65,16 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   model->model_bytes_ = (heap_after > heap_before ? heap_after - heap_before
                                                   : model->file_->tokenizer_blob().size()) +
                         (mapped > model->weight_bytes_ ? mapped - model->weight_bytes_ : 0);
+
+#ifdef POCKET_WITH_OPENCL
+  if (opencl) {
+    auto device = OpenClModel::Create(model->plan_);
+    if (!device.ok()) {
+      return Status(device.status().code(), "--backend opencl: " + device.status().message());
+    }
+    model->opencl_ = std::move(device).value();
+  }
+#endif
 
   cpu::ThreadPoolOptions pool_options;
   pool_options.num_threads = static_cast<size_t>(options.threads);

@@ -22,9 +22,13 @@
 
 namespace pocket {
 
+class OpenClModel;  // runtime/opencl_executor.h
+
 struct ModelOptions {
-  int threads = 0;              // compute threads; 0 = every hardware thread
-  std::string backend = "cpu";  // only "cpu" is built into this library
+  int threads = 0;  // compute threads; 0 = every hardware thread
+  // "cpu", or "opencl" in builds with the OpenCL backend (POCKET_OPENCL):
+  // weights are uploaded to the device at load and sessions compute there.
+  std::string backend = "cpu";
 };
 
 class Model {
@@ -47,6 +51,11 @@ class Model {
   size_t model_bytes() const { return model_bytes_; }
   // Bytes of the mapped file resident in memory now.
   size_t ResidentWeightBytes() const;
+#ifdef POCKET_WITH_OPENCL
+  // The device holding the weights when loaded with backend "opencl", else
+  // null.
+  const OpenClModel* opencl() const { return opencl_.get(); }
+#endif
 
  private:
   Model() = default;
@@ -58,6 +67,9 @@ class Model {
   std::unique_ptr<cpu::ThreadPool> pool_;
   size_t weight_bytes_ = 0;
   size_t model_bytes_ = 0;
+#ifdef POCKET_WITH_OPENCL
+  std::unique_ptr<OpenClModel> opencl_;
+#endif
 };
 
 }  // namespace pocket

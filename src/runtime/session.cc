@@ -17,6 +17,12 @@ Session::Session(const Model* model, const SessionOptions& options)
           static_cast<size_t>(model->config().context)),
       executor_(&model->plan()) {
   if (options_.prefill_chunk == 0) options_.prefill_chunk = 64;
+#ifdef POCKET_WITH_OPENCL
+  if (model->opencl() != nullptr) {
+    device_ = std::make_unique<OpenClExecutor>(&model->plan(), model->opencl(), options.kv_type,
+                                               context());
+  }
+#endif
 }
 
 Session::~Session() = default;
@@ -83,6 +89,12 @@ MemoryUsage Session::memory() const {
   m.model = model_->model_bytes();
   m.kv = kv_.bytes();
   m.scratch = executor_.scratch_bytes();
+#ifdef POCKET_WITH_OPENCL
+  if (device_ != nullptr) {
+    m.kv = device_->kv_bytes();
+    m.scratch = device_->scratch_bytes();
+  }
+#endif
   m.logits = FixedBytes(LogitsMode::kLast, 1).logits;
   m.budget = options_.budget_bytes;
   m.max_tokens = max_tokens();
@@ -156,9 +168,20 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
   POCKET_RETURN_IF_ERROR(Check(tokens, position(), mode));
   const bool slide = options_.kv_policy == KvPolicy::kSlide;
   const size_t limit = TokenLimit(mode, n);
+#ifdef POCKET_WITH_OPENCL
+  const bool on_device = device_ != nullptr;
+  if (on_device && slide) {
+    return Status(StatusCode::kUnsupported,
+                  "the OpenCL backend has no sliding KV window; use --kv-policy error or "
+                  "--backend cpu");
+  }
+#else
+  const bool on_device = false;
+#endif
   // Without sliding every page is reserved first, so a failure changes
-  // nothing (Reserve undoes its own allocations).
-  if (!slide) POCKET_RETURN_IF_ERROR(kv_.Reserve(position() + n));
+  // nothing (Reserve undoes its own allocations). The device reserves its
+  // own cache.
+  if (!slide && !on_device) POCKET_RETURN_IF_ERROR(kv_.Reserve(position() + n));
 
   const size_t vocab_n = static_cast<size_t>(model_->config().vocab);
   if (logits != nullptr) logits->resize(mode == LogitsMode::kAll ? n * vocab_n : vocab_n);
@@ -179,7 +202,13 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
       out = Executor::Output::kLastRow;
       dst = logits->data();
     }
-    executor_.Run(tokens.data() + start, len, position(), out, &kv_, model_->pool(), dst);
+    if (on_device) {
+#ifdef POCKET_WITH_OPENCL
+      POCKET_RETURN_IF_ERROR(device_->Run(tokens.data() + start, len, position(), out, dst));
+#endif
+    } else {
+      executor_.Run(tokens.data() + start, len, position(), out, &kv_, model_->pool(), dst);
+    }
     tokens_.insert(tokens_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start),
                    tokens.begin() + static_cast<std::ptrdiff_t>(start + len));
   }
@@ -203,6 +232,9 @@ Status Session::EvalReusingPrefix(const std::vector<int32_t>& tokens, LogitsMode
 void Session::Reset() {
   tokens_.clear();
   kv_.Clear();
+#ifdef POCKET_WITH_OPENCL
+  if (device_ != nullptr) device_->Clear();
+#endif
   continuation_ = Continuation();
 }
 

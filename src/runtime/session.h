@@ -19,6 +19,7 @@
 #include "runtime/kv_cache.h"
 #include "runtime/memory.h"
 #include "runtime/model.h"
+#include "runtime/opencl_executor.h"
 #include "tokenizer/chat_template.h"
 #include "util/status.h"
 
@@ -129,6 +130,11 @@ class Session {
   SessionOptions options_;
   KvCache kv_;
   Executor executor_;
+#ifdef POCKET_WITH_OPENCL
+  // Set when the model runs on OpenCL: it then holds the KV cache and
+  // activations on the device, and kv_ and executor_ stay empty.
+  std::unique_ptr<OpenClExecutor> device_;
+#endif
   std::vector<int32_t> tokens_;
   Continuation continuation_;
 };

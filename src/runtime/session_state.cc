@@ -130,6 +130,13 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
 }  // namespace
 
 Status Session::Save(const std::string& path) const {
+#ifdef POCKET_WITH_OPENCL
+  if (device_ != nullptr) {
+    return Status(StatusCode::kUnsupported,
+                  "session state files are not implemented on the OpenCL backend (its KV cache "
+                  "lives on the device); use --backend cpu");
+  }
+#endif
   std::string out = Header(*model_, options_.kv_type);
   const std::vector<int32_t>& pending = continuation_.pending;
   Put(&out, static_cast<uint64_t>(tokens_.size()));
@@ -152,6 +159,13 @@ Status Session::Save(const std::string& path) const {
 }
 
 Status Session::Load(const std::string& path) {
+#ifdef POCKET_WITH_OPENCL
+  if (device_ != nullptr) {
+    return Status(StatusCode::kUnsupported,
+                  "session state files are not implemented on the OpenCL backend (its KV cache "
+                  "lives on the device); use --backend cpu");
+  }
+#endif
   std::string bytes;
   POCKET_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
   auto corrupt = [&](const char* what) {

@@ -121,5 +121,12 @@ TEST(InspectVerify, FlipInMetadataFailsLoading) {
   }
 }
 
+TEST(InspectVerify, DevicesListsTheCpuAndEveryBackend) {
+  const CliOutput o = RunCli("inspect --devices");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out.rfind("cpu ", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("\nopencl"), std::string::npos) << o.out;
+}
+
 }  // namespace
 }  // namespace pocket

@@ -8,6 +8,7 @@
 
 #include "format/model_config.h"
 #include "format/reader.h"
+#include "runtime/devices.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/pocket/args.h"
 #include "tools/pocket/commands.h"
@@ -20,11 +21,14 @@ constexpr int kSpecialTokensShown = 8;
 
 const char* kUsage =
     "usage: pocket inspect FILE [--json]\n"
+    "       pocket inspect --devices\n"
     "\n"
     "Shows a .pocket file's header, sections, config, tokenizer, tensor table,\n"
-    "parameter count and bits per weight.\n"
+    "parameter count and bits per weight; or the compute devices this build\n"
+    "can use (CPU kernel target, OpenCL platforms and devices).\n"
     "\n"
-    "  --json   print one JSON object instead of text\n";
+    "  --json      print one JSON object instead of text\n"
+    "  --devices   list compute devices instead of reading a file\n";
 
 // "303.2M": parameter counts the way model cards write them.
 std::string HumanCount(uint64_t n) {
@@ -178,13 +182,17 @@ void PrintText(const Json& d) {
 }  // namespace
 
 int CmdInspect(int argc, char** argv) {
-  Args args({}, {"--json", "-h|--help"});
+  Args args({}, {"--json", "--devices", "-h|--help"});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "pocket inspect: %s\n\n%s", args.error().c_str(), kUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
     std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (args.Has("--devices")) {
+    std::fputs(DescribeDevices().c_str(), stdout);
     return kExitOk;
   }
   if (args.positional().size() != 1) {

@@ -22,7 +22,7 @@ const char kModelFlagsHelp[] =
     "  -t, --threads N       compute threads (default: all cores)\n"
     "  --kv f16|q8|f32       KV cache element type (default f16; q8 holds about\n"
     "                        twice the tokens, f32 is for debugging)\n"
-    "  --backend cpu         compute backend; this build has cpu only\n"
+    "  --backend cpu|opencl  compute backend (default cpu; opencl in builds with it)\n"
     "  --budget MIB          memory budget in MiB for weights, KV cache, buffers and\n"
     "                        logits (default 300, 0 = unlimited)\n"
     "  --kv-policy error|slide  at the budget: stop with an error (default), or drop\n"

@@ -1,0 +1,295 @@
+#include "backends/opencl/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backends/opencl/launch.h"
+
+namespace pocket::opencl {
+namespace {
+
+// Out-of-bounds accesses on a device are silent corruption or a lost
+// device, so every op checks its spans against their buffers first.
+Status CheckSpan(const char* op, const char* name, Span s, size_t count) {
+  if (s.buffer == nullptr) {
+    return Errorf(StatusCode::kInvalidArgument, "%s: %s has no buffer", op, name);
+  }
+  if ((s.offset + count) * sizeof(float) > s.buffer->bytes()) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "%s: %s needs %zu floats at offset %zu but its buffer holds %zu", op, name, count,
+                  s.offset, s.buffer->bytes() / sizeof(float));
+  }
+  return Status::Ok();
+}
+
+Status CheckWeight(const char* op, const DeviceWeight& w) {
+  uint64_t bytes = 0;
+  if (w.buffer == nullptr || !TensorByteSize(w.dtype, w.rows, w.cols, w.group, &bytes) ||
+      bytes > w.buffer->bytes()) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "%s: weight [%zu, %zu] %s (group %u) does not match its device buffer", op,
+                  w.rows, w.cols, DTypeName(w.dtype), w.group);
+  }
+  return Status::Ok();
+}
+
+// MAX_ROTATED_HEAD in hadamard.cl: q8 heads are quantized in private arrays.
+constexpr size_t kMaxQ8HeadDim = 256;
+
+Status CheckKv(const char* op, const DeviceKvView& kv, size_t positions) {
+  if (kv.type == cpu::KvType::kQ8 && (kv.head_dim == 0 || kv.row_stride % kv.head_dim != 0)) {
+    return Errorf(StatusCode::kInvalidArgument, "%s: q8 KV head_dim %zu does not divide row %zu",
+                  op, kv.head_dim, kv.row_stride);
+  }
+  if (kv.type == cpu::KvType::kQ8 && kv.head_dim > kMaxQ8HeadDim) {
+    return Errorf(StatusCode::kUnsupported,
+                  "%s: the OpenCL kernels quantize KV heads of at most %zu values to q8, this "
+                  "model's have %zu; use --kv f16",
+                  op, kMaxQ8HeadDim, kv.head_dim);
+  }
+  const size_t bytes = KvBufferBytes(kv.type, kv.capacity, kv.row_stride, kv.head_dim);
+  if (kv.k == nullptr || kv.v == nullptr || kv.k->bytes() < bytes || kv.v->bytes() < bytes) {
+    return Errorf(StatusCode::kInvalidArgument, "%s: KV view does not match its buffers", op);
+  }
+  if (positions > kv.capacity) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "%s: needs %zu KV positions but the cache holds %zu; reserve them first", op,
+                  positions, kv.capacity);
+  }
+  return Status::Ok();
+}
+
+// Bound on the attention scores scratch: 16 MiB.
+constexpr size_t kMaxScoreFloats = size_t{4} << 20;
+
+// The enum values are what dequant.cl's DTYPE_* and KV_* constants mirror.
+size_t DTypeCode(DType t) { return static_cast<size_t>(t); }
+size_t KvCode(cpu::KvType t) { return static_cast<size_t>(t); }
+
+}  // namespace
+
+size_t KvBufferBytes(cpu::KvType type, size_t tokens, size_t row_stride, size_t head_dim) {
+  switch (type) {
+    case cpu::KvType::kF32:
+      return tokens * row_stride * 4;
+    case cpu::KvType::kF16:
+      return tokens * row_stride * 2;
+    case cpu::KvType::kQ8:
+      return tokens * row_stride + tokens * (row_stride / head_dim) * 2;
+  }
+  return 0;
+}
+
+size_t KvScalesOffset(cpu::KvType type, size_t tokens, size_t row_stride) {
+  return type == cpu::KvType::kQ8 ? tokens * row_stride : 0;
+}
+
+Status Linear(Context* ctx, Span x, size_t n, const DeviceWeight& w, const Buffer* bias, Span out) {
+  POCKET_RETURN_IF_ERROR(CheckWeight("linear", w));
+  POCKET_RETURN_IF_ERROR(CheckSpan("linear", "x", x, n * w.cols));
+  POCKET_RETURN_IF_ERROR(CheckSpan("linear", "out", out, n * w.rows));
+  if (bias != nullptr) POCKET_RETURN_IF_ERROR(CheckSpan("linear", "bias", Span{bias, 0}, w.rows));
+  constexpr size_t kTokensPerGroup = 4;  // LINEAR_TOKENS in linear.cl
+  return Launch(ctx, KernelId::kLinear)
+      .Arg(*x.buffer)
+      .Arg(*w.buffer)
+      .Arg(bias != nullptr ? *bias : *out.buffer)  // unread when has_bias is 0
+      .Arg(*out.buffer)
+      .Arg(x.offset)
+      .Arg(out.offset)
+      .Arg(n)
+      .Arg(w.rows)
+      .Arg(w.cols)
+      .Arg(DTypeCode(w.dtype))
+      .Arg(static_cast<size_t>(w.group))
+      .Arg(static_cast<size_t>(bias != nullptr))
+      .RunGroups(w.rows, (n + kTokensPerGroup - 1) / kTokensPerGroup);
+}
+
+Status Embed(Context* ctx, const DeviceWeight& table, const int32_t* ids, size_t n, Span out) {
+  POCKET_RETURN_IF_ERROR(CheckWeight("embed", table));
+  POCKET_RETURN_IF_ERROR(CheckSpan("embed", "out", out, n * table.cols));
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || static_cast<size_t>(ids[i]) >= table.rows) {
+      return Errorf(StatusCode::kInvalidArgument, "embed: id %d at index %zu is outside [0, %zu)",
+                    ids[i], i, table.rows);
+    }
+  }
+  POCKET_ASSIGN_OR_RETURN(const Buffer* ids_buf,
+                          ctx->Scratch(ScratchId::kIds, n * sizeof(int32_t)));
+  POCKET_RETURN_IF_ERROR(ctx->Write(*ids_buf, 0, ids, n * sizeof(int32_t)));
+  return Launch(ctx, KernelId::kEmbed)
+      .Arg(*table.buffer)
+      .Arg(*ids_buf)
+      .Arg(*out.buffer)
+      .Arg(out.offset)
+      .Arg(n)
+      .Arg(table.rows)
+      .Arg(table.cols)
+      .Arg(DTypeCode(table.dtype))
+      .Arg(static_cast<size_t>(table.group))
+      .RunThreads(n * table.cols);
+}
+
+Status RmsNorm(Context* ctx, Span x, const Buffer& w, size_t n, size_t d, float eps, Span out) {
+  POCKET_RETURN_IF_ERROR(CheckSpan("rms_norm", "x", x, n * d));
+  POCKET_RETURN_IF_ERROR(CheckSpan("rms_norm", "out", out, n * d));
+  POCKET_RETURN_IF_ERROR(CheckSpan("rms_norm", "w", Span{&w, 0}, d));
+  return Launch(ctx, KernelId::kRmsNorm)
+      .Arg(*x.buffer)
+      .Arg(w)
+      .Arg(*out.buffer)
+      .Arg(x.offset)
+      .Arg(out.offset)
+      .Arg(d)
+      .Arg(eps)
+      .RunGroups(n, 1);
+}
+
+Status HeadRmsNorm(Context* ctx, Span x, const Buffer& w, size_t n, size_t n_heads, size_t head_dim,
+                   float eps) {
+  return RmsNorm(ctx, x, w, n * n_heads, head_dim, eps, x);
+}
+
+Status Rope(Context* ctx, Span x, size_t n, size_t n_heads, size_t head_dim,
+            const int32_t* positions, float theta, RopeStyle style) {
+  POCKET_RETURN_IF_ERROR(CheckSpan("rope", "x", x, n * n_heads * head_dim));
+  if (head_dim % 2 != 0) {
+    return Errorf(StatusCode::kInvalidArgument, "rope: head_dim %zu is odd", head_dim);
+  }
+  // The angles, computed here exactly as the CPU backend computes them
+  // (kernels/cpu/rope-inl.h), so both backends rotate by identical floats.
+  const size_t half = head_dim / 2;
+  std::vector<float> cos_t(n * half), sin_t(n * half);
+  for (size_t i = 0; i < half; ++i) {
+    const float freq =
+        1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    for (size_t t = 0; t < n; ++t) {
+      const float angle = static_cast<float>(positions[t]) * freq;
+      cos_t[t * half + i] = std::cos(angle);
+      sin_t[t * half + i] = std::sin(angle);
+    }
+  }
+  const size_t bytes = cos_t.size() * sizeof(float);
+  POCKET_ASSIGN_OR_RETURN(const Buffer* cos_buf, ctx->Scratch(ScratchId::kRopeCos, bytes));
+  POCKET_ASSIGN_OR_RETURN(const Buffer* sin_buf, ctx->Scratch(ScratchId::kRopeSin, bytes));
+  POCKET_RETURN_IF_ERROR(ctx->Write(*cos_buf, 0, cos_t.data(), bytes));
+  POCKET_RETURN_IF_ERROR(ctx->Write(*sin_buf, 0, sin_t.data(), bytes));
+  return Launch(ctx, KernelId::kRope)
+      .Arg(*x.buffer)
+      .Arg(*cos_buf)
+      .Arg(*sin_buf)
+      .Arg(x.offset)
+      .Arg(n)
+      .Arg(n_heads)
+      .Arg(head_dim)
+      .Arg(static_cast<size_t>(style))  // matches ROPE_NEOX in rope.cl
+      .RunThreads(n * n_heads * half);
+}
+
+namespace {
+
+Status Elementwise(Context* ctx, KernelId id, const char* op, Span a, Span b, size_t count,
+                   Span out) {
+  POCKET_RETURN_IF_ERROR(CheckSpan(op, "first input", a, count));
+  POCKET_RETURN_IF_ERROR(CheckSpan(op, "second input", b, count));
+  POCKET_RETURN_IF_ERROR(CheckSpan(op, "out", out, count));
+  return Launch(ctx, id)
+      .Arg(*a.buffer)
+      .Arg(*b.buffer)
+      .Arg(*out.buffer)
+      .Arg(a.offset)
+      .Arg(b.offset)
+      .Arg(out.offset)
+      .Arg(count)
+      .RunThreads(count);
+}
+
+}  // namespace
+
+Status Swiglu(Context* ctx, Span g, Span u, size_t count, Span out) {
+  return Elementwise(ctx, KernelId::kSwiglu, "swiglu", g, u, count, out);
+}
+
+Status Add(Context* ctx, Span a, Span b, size_t count, Span out) {
+  return Elementwise(ctx, KernelId::kAdd, "add", a, b, count, out);
+}
+
+Status KvAppend(Context* ctx, const DeviceKvView& kv, size_t n_past, Span k, Span v, size_t n) {
+  POCKET_RETURN_IF_ERROR(CheckKv("kv_append", kv, n_past + n));
+  POCKET_RETURN_IF_ERROR(CheckSpan("kv_append", "k", k, n * kv.row_stride));
+  POCKET_RETURN_IF_ERROR(CheckSpan("kv_append", "v", v, n * kv.row_stride));
+  if (kv.type == cpu::KvType::kQ8) {
+    return Launch(ctx, KernelId::kKvAppendQ8)
+        .Arg(*k.buffer)
+        .Arg(*v.buffer)
+        .Arg(*kv.k)
+        .Arg(*kv.v)
+        .Arg(k.offset)
+        .Arg(v.offset)
+        .Arg(n_past)
+        .Arg(n)
+        .Arg(kv.row_stride)
+        .Arg(kv.head_dim)
+        .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
+        .RunThreads(n * (kv.row_stride / kv.head_dim));
+  }
+  return Launch(ctx, KernelId::kKvAppend)
+      .Arg(*k.buffer)
+      .Arg(*v.buffer)
+      .Arg(*kv.k)
+      .Arg(*kv.v)
+      .Arg(k.offset)
+      .Arg(v.offset)
+      .Arg(n_past)
+      .Arg(n)
+      .Arg(kv.row_stride)
+      .Arg(KvCode(kv.type))
+      .RunThreads(n * kv.row_stride);
+}
+
+Status Attention(Context* ctx, Span q, size_t n, size_t n_past, const DeviceKvView& kv,
+                 size_t n_heads, size_t n_kv_heads, size_t head_dim, Span out) {
+  if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || kv.row_stride != n_kv_heads * head_dim ||
+      (kv.type == cpu::KvType::kQ8 && kv.head_dim != head_dim)) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "attention: %zu heads, %zu kv heads of %zu do not fit a KV row of %zu", n_heads,
+                  n_kv_heads, head_dim, kv.row_stride);
+  }
+  POCKET_RETURN_IF_ERROR(CheckKv("attention", kv, n_past + n));
+  POCKET_RETURN_IF_ERROR(CheckSpan("attention", "q", q, n * n_heads * head_dim));
+  POCKET_RETURN_IF_ERROR(CheckSpan("attention", "out", out, n * n_heads * head_dim));
+  // Each query head's scores take a row of the scratch; queries run in
+  // batches so that a long prefill at a long context keeps it bounded. A
+  // batch of tokens [i0, i0 + m) is the same attention at n_past + i0.
+  const size_t row = n_past + n;
+  const size_t batch = std::max<size_t>(1, kMaxScoreFloats / (n_heads * row));
+  POCKET_ASSIGN_OR_RETURN(
+      const Buffer* scores,
+      ctx->Scratch(ScratchId::kScores, std::min(batch, n) * n_heads * row * sizeof(float)));
+  const size_t q_width = n_heads * head_dim;
+  for (size_t i0 = 0; i0 < n; i0 += batch) {
+    const size_t m = std::min(batch, n - i0);
+    POCKET_RETURN_IF_ERROR(Launch(ctx, KernelId::kAttention)
+                               .Arg(*q.buffer)
+                               .Arg(*kv.k)
+                               .Arg(*kv.v)
+                               .Arg(*scores)
+                               .Arg(*out.buffer)
+                               .Arg(q.offset + i0 * q_width)
+                               .Arg(out.offset + i0 * q_width)
+                               .Arg(m)
+                               .Arg(n_past + i0)
+                               .Arg(n_heads)
+                               .Arg(n_kv_heads)
+                               .Arg(head_dim)
+                               .Arg(KvCode(kv.type))
+                               .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
+                               .Arg(1.0f / std::sqrt(static_cast<float>(head_dim)))
+                               .RunGroups(m * n_heads, 1));
+  }
+  return Status::Ok();
+}
+
+}  // namespace pocket::opencl

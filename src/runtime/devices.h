@@ -1,0 +1,15 @@
+// The compute devices this build can run a model on, for
+// `pocket inspect --devices` and hosts that let users pick a backend.
+#pragma once
+
+#include <string>
+
+namespace pocket {
+
+// One line per device, e.g.
+//   "cpu        AVX3 kernels, 2 hardware threads"
+//   "opencl:0.0 Portable Computing Language / pthread-... (...)"
+// followed, for a backend with no device, by the reason.
+std::string DescribeDevices();
+
+}  // namespace pocket
