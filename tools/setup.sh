@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config git
           libhwy-dev libsentencepiece-dev libeigen3-dev nlohmann-json3-dev
           libpcre2-dev libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev
+          ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
           python3 python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
