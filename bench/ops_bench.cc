@@ -1,6 +1,8 @@
 // CPU op micro-benchmarks at the MNN-Pocket-0.3B shapes: q4 g64 GEMV (decode,
 // reported as GB/s of weight bytes streamed), prefill Linear with 64 tokens
-// (GFLOP/s) and decode attention over 512 cached positions.
+// (GFLOP/s), each with f32 and int8 activations (QuantMath), decode
+// attention over 512 cached positions, and the cost of one empty
+// ParallelFor (decode issues ~250 per token).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -39,9 +41,10 @@ std::vector<float> RandomActivations(size_t count) {
   return v;
 }
 
-// args: rows (out), cols (in), threads, tokens.
+// args: rows (out), cols (in), threads, tokens, int8 (QuantMath::kInt8 if 1).
 void RunLinear(benchmark::State& state) {
   const size_t rows = state.range(0), cols = state.range(1), n = state.range(3);
+  SetQuantMath(state.range(4) ? QuantMath::kInt8 : QuantMath::kF32);
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(2)), false});
   const std::vector<uint8_t> weight = RandomQ4(rows, cols);
   const WeightView w{weight.data(), DType::kQ4, kGroup, rows, cols};
@@ -51,6 +54,7 @@ void RunLinear(benchmark::State& state) {
     Linear(x.data(), n, w, nullptr, out.data(), &pool);
     benchmark::DoNotOptimize(out.data());
   }
+  SetQuantMath(QuantMath::kF32);
   state.SetLabel(KernelTargetName());
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weight.size()));
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * rows * cols * 1e-9,
@@ -58,30 +62,34 @@ void RunLinear(benchmark::State& state) {
 }
 
 void GemvShapes(benchmark::internal::Benchmark* b) {
-  for (int threads : {1, 2}) {
-    for (auto [in, out] :
-         {std::pair{896, 896}, {896, 128}, {896, 2560}, {2560, 896}, {896, 65536}}) {
-      b->Args({out, in, threads, 1});
+  for (int int8 : {0, 1}) {
+    for (int threads : {1, 2}) {
+      for (auto [in, out] :
+           {std::pair{896, 896}, {896, 128}, {896, 2560}, {2560, 896}, {896, 65536}}) {
+        b->Args({out, in, threads, 1, int8});
+      }
     }
   }
 }
 
 void PrefillShapes(benchmark::internal::Benchmark* b) {
-  for (int threads : {1, 2}) {
-    for (auto [in, out] : {std::pair{896, 896}, {896, 2560}, {2560, 896}}) {
-      b->Args({out, in, threads, 64});
+  for (int int8 : {0, 1}) {
+    for (int threads : {1, 2}) {
+      for (auto [in, out] : {std::pair{896, 896}, {896, 2560}, {2560, 896}}) {
+        b->Args({out, in, threads, 64, int8});
+      }
     }
   }
 }
 
 BENCHMARK(RunLinear)
     ->Name("GemvQ4G64")
-    ->ArgNames({"rows", "cols", "threads", "n"})
+    ->ArgNames({"rows", "cols", "threads", "n", "int8"})
     ->Apply(GemvShapes)
     ->UseRealTime();
 BENCHMARK(RunLinear)
     ->Name("PrefillQ4G64")
-    ->ArgNames({"rows", "cols", "threads", "n"})
+    ->ArgNames({"rows", "cols", "threads", "n", "int8"})
     ->Apply(PrefillShapes)
     ->UseRealTime();
 
@@ -115,6 +123,17 @@ BENCHMARK(AttentionDecode)
     ->Args({512, 1})
     ->Args({512, 2})
     ->UseRealTime();
+
+// One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)
+// every threaded op pays.
+void ParallelForOverhead(benchmark::State& state) {
+  ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(0)), false});
+  const size_t tasks = pool.NumThreads();
+  for (auto _ : state) {
+    pool.ParallelFor(tasks, [](size_t task, size_t) { benchmark::DoNotOptimize(task); });
+  }
+}
+BENCHMARK(ParallelForOverhead)->ArgNames({"threads"})->Arg(2)->UseRealTime();
 
 }  // namespace
 }  // namespace pocket::cpu

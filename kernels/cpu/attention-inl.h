@@ -76,7 +76,11 @@ HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight, const T* HWY
 
 // x[n] = H x in place, H the orthonormal Walsh-Hadamard matrix of order n (a
 // power of two; H is its own inverse), by the fast butterfly transform.
-HWY_INLINE void Hadamard(float* HWY_RESTRICT x, size_t n) {
+// Plain inline, not HWY_INLINE: attention.cc also calls it through
+// HWY_STATIC_DISPATCH from code without the target's attributes, and GCC
+// refuses to force-inline across them (aarch64: "target specific option
+// mismatch").
+inline void Hadamard(float* HWY_RESTRICT x, size_t n) {
   for (size_t len = 1; len < n; len *= 2) {
     for (size_t i = 0; i < n; i += 2 * len) {
       for (size_t j = i; j < i + len; ++j) {

@@ -1,5 +1,6 @@
 // ThreadPool: every task runs exactly once, on a valid thread index, for any
-// thread count and task count, repeatedly; nested calls run inline.
+// thread count and task count, repeatedly; ranges are claimed in order;
+// nested calls run inline.
 #include "backends/cpu/thread_pool.h"
 
 #include <atomic>
@@ -30,11 +31,25 @@ TEST(ThreadPoolTest, EveryTaskRunsExactlyOnce) {
   }
 }
 
-TEST(ThreadPoolTest, StaticContiguousPartition) {
-  ThreadPool pool(ThreadPoolOptions{3, false});
-  std::vector<size_t> owner(9);
-  pool.ParallelFor(9, [&](size_t task, size_t thread) { owner[task] = thread; });
-  EXPECT_EQ(owner, (std::vector<size_t>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
+// Each thread claims tasks of any one range in ascending order (its own
+// range first, then the unclaimed rest of the others), so the tasks one
+// thread runs ascend within every range.
+TEST(ThreadPoolTest, RangesAreClaimedInOrder) {
+  const size_t threads = 3, tasks = 30;
+  ThreadPool pool(ThreadPoolOptions{threads, false});
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::vector<size_t>> ran(threads);
+    pool.ParallelFor(tasks, [&](size_t task, size_t thread) { ran[thread].push_back(task); });
+    size_t total = 0;
+    for (const std::vector<size_t>& seq : ran) {
+      total += seq.size();
+      for (size_t i = 1; i < seq.size(); ++i) {
+        const size_t range = seq[i] * threads / tasks, prev_range = seq[i - 1] * threads / tasks;
+        if (range == prev_range) ASSERT_LT(seq[i - 1], seq[i]);
+      }
+    }
+    ASSERT_EQ(total, tasks);
+  }
 }
 
 TEST(ThreadPoolTest, ThreadIndexIsUniqueWithinACall) {
@@ -60,6 +75,27 @@ TEST(ThreadPoolTest, NestedCallRunsInline) {
     });
   });
   EXPECT_EQ(total.load(), 12);
+}
+
+TEST(ThreadPoolTest, ConcurrentCallersEachRunEveryTaskOnce) {
+  ThreadPool pool(ThreadPoolOptions{3, false});
+  std::atomic<bool> wrong{false};
+  const auto caller = [&] {
+    for (int round = 0; round < 300; ++round) {
+      std::vector<std::atomic<int>> hits(11);
+      pool.ParallelFor(11, [&](size_t task, size_t thread) {
+        hits[task].fetch_add(1);
+        if (thread >= 3) wrong = true;
+      });
+      for (const std::atomic<int>& h : hits) {
+        if (h.load() != 1) wrong = true;
+      }
+    }
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_FALSE(wrong.load());
 }
 
 TEST(ThreadPoolTest, DefaultUsesAllCoresAndSurvivesIdleSleep) {

@@ -1,6 +1,9 @@
 // `pocket bench`: prefill and decode speed, measured separately the way the
 // published mobile numbers are (one warm-up run, then r measured runs,
-// median reported with min and max).
+// median reported with min and max); then the CPU time of one standard
+// inference (1024 tokens in, 128 out), the memory the model added, and with
+// --roofline this machine's read bandwidth and int8 kernel peak, to show how
+// close decode and prefill come to them.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -11,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/ops.h"
+#include "backends/cpu/roofline.h"
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "util/json_util.h"
@@ -20,10 +25,15 @@ namespace pocket::cli {
 namespace {
 
 const char kBenchHelp[] =
-    "usage: pocket bench -m FILE [-p 512] [-n 128] [-t THREADS] [-r 5] [--json]\n\n"
+    "usage: pocket bench -m FILE [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
+    "                    [--quant-math f32|int8] [--roofline] [--json]\n\n"
     "  -p, --n-prompt N      prefill length in tokens (random valid ids; default 512)\n"
     "  -n, --n-gen N         decoded tokens after the prefill (default 128)\n"
     "  -r, --repetitions N   measured runs after one warm-up (default 5)\n"
+    "  --quant-math f32|int8 q4/q8 Linear maths: f32 activations (default, the\n"
+    "                        reference-accurate path) or int8 (docs/kernels.md)\n"
+    "  --roofline            also measure read bandwidth and int8 kernel peak and\n"
+    "                        report decode/prefill as fractions of them\n"
     "  --json                print one JSON object (keys in docs/cli.md)\n";
 
 struct Stats {
@@ -56,6 +66,47 @@ double PeakRssMib() {
 #endif
 }
 
+// Resident set now in MiB (VmRSS; 0 where /proc is missing).
+double CurrentRssMib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0.0;
+}
+
+// User + system CPU seconds of the whole process (every thread) so far.
+double CpuSeconds() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto sec = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return sec(usage.ru_utime) + sec(usage.ru_stime);
+}
+
+// Multiply-accumulates of the Linear layers per token (attention excluded):
+// the decoder layers, and the output projection when `with_logits`.
+double LinearMacsPerToken(const ModelConfig& c, bool with_logits) {
+  const double q = static_cast<double>(c.n_heads) * c.head_dim;
+  const double kv = static_cast<double>(c.n_kv_heads) * c.head_dim;
+  const double layer = c.hidden * (q + 2 * kv) + q * c.hidden + 3.0 * c.hidden * c.ffn;
+  return c.n_layers * layer + (with_logits ? static_cast<double>(c.hidden) * c.vocab : 0.0);
+}
+
+// The standard inference of the published energy figures: `n_in` prompt
+// tokens, then `n_out` greedy tokens, from an empty cache.
+Status RunStandardInference(Session* session, const std::vector<int32_t>& prompt, int64_t n_out) {
+  std::vector<float> logits;
+  session->Reset();
+  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
+  for (int64_t i = 0; s.ok() && i < n_out; ++i) {
+    s = session->Eval(
+        {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())},
+        LogitsMode::kLast, &logits);
+  }
+  return s;
+}
+
 Json StatsJson(const Stats& s) {
   return Json{{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
@@ -71,7 +122,8 @@ int CmdBench(int argc, char** argv) {
   values.push_back("-p|--n-prompt");
   values.push_back("-n|--n-gen");
   values.push_back("-r|--repetitions");
-  Args args(values, {"-h|--help", "--json"});
+  values.push_back("--quant-math");
+  Args args(values, {"-h|--help", "--json", "--roofline"});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchHelp);
     return kExitUsage;
@@ -90,6 +142,13 @@ int CmdBench(int argc, char** argv) {
     std::fprintf(stderr, "error: -p and -n must be >= 1 and -r in [1, 1000]\n");
     return kExitUsage;
   }
+  const std::string math = args.Get("--quant-math", "f32");
+  if (math != "f32" && math != "int8") {
+    std::fprintf(stderr, "error: --quant-math must be f32 or int8\n");
+    return kExitUsage;
+  }
+  cpu::SetQuantMath(math == "int8" ? cpu::QuantMath::kInt8 : cpu::QuantMath::kF32);
+  const double rss_before_load = CurrentRssMib();
   LoadedModel loaded;
   int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);
   if (rc != kExitOk) return rc;
@@ -132,8 +191,39 @@ int CmdBench(int argc, char** argv) {
   }
   const Stats prefill = Summarize(prefill_rates);
   const Stats decode = Summarize(decode_rates);
+  const double kv_mib = session.kv_cache().bytes() / (1024.0 * 1024.0);  // before the next run
+
+  // One standard inference (1024 in, 128 out) where the context allows it.
+  constexpr int64_t kStdIn = 1024, kStdOut = 128;
+  double cpu_s_per_inference = -1.0;
+  if (config.context >= kStdIn + kStdOut) {
+    std::vector<int32_t> std_prompt(kStdIn);
+    for (int32_t& id : std_prompt) id = pick(rng);
+    const double cpu0 = CpuSeconds();
+    const Status s = RunStandardInference(&session, std_prompt, kStdOut);
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+      return kExitError;
+    }
+    cpu_s_per_inference = CpuSeconds() - cpu0;
+  }
   const double rss = PeakRssMib();
-  const double kv_mib = session.kv_cache().bytes() / (1024.0 * 1024.0);
+  const double rss_increase = rss - rss_before_load;
+
+  // Decode reads every weight once per token (the tied output projection
+  // reads the whole table), so this is the weight traffic it sustains.
+  const double weight_gb = model.weight_bytes() / 1e9;
+  const double decode_gb_s = weight_gb * decode.median;
+  const double decode_gmac_s = LinearMacsPerToken(config, true) * decode.median / 1e9;
+  const double prefill_gmac_s = LinearMacsPerToken(config, false) * prefill.median / 1e9;
+  double read_gb_s = 0.0, peak_gemv = 0.0, peak_gemm = 0.0;
+  if (args.Has("--roofline")) {
+    // After the peak-RSS reading: the probe's 256 MiB buffer is not the model's.
+    read_gb_s = cpu::MeasureReadBandwidth(model.pool(), size_t{256} << 20, 5) / 1e9;
+    peak_gemv = cpu::MeasureInt8Peak(model.pool(), 1, 5) / 1e9;
+    peak_gemm = cpu::MeasureInt8Peak(model.pool(), 64, 5) / 1e9;
+  }
+  const auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
   if (args.Has("--json")) {
     Json out = Json::object();
     out["model"] = args.Get("-m");
@@ -147,6 +237,21 @@ int CmdBench(int argc, char** argv) {
     out["decode_tok_s"] = StatsJson(decode);
     out["kv_cache_mib"] = kv_mib;
     out["peak_rss_mib"] = rss;
+    out["quant_math"] = math;
+    out["rss_increase_mib"] = rss_increase;
+    out["cpu_s_per_inference"] = cpu_s_per_inference;
+    out["weight_mb"] = weight_gb * 1e3;
+    out["decode_weight_gb_s"] = decode_gb_s;
+    out["decode_gmac_s"] = decode_gmac_s;
+    out["prefill_gmac_s"] = prefill_gmac_s;
+    if (args.Has("--roofline")) {
+      out["roofline"] = Json{{"read_gb_s", read_gb_s},
+                             {"int8_gemv_peak_gmac_s", peak_gemv},
+                             {"int8_gemm_peak_gmac_s", peak_gemm},
+                             {"decode_bandwidth_fraction", fraction(decode_gb_s, read_gb_s)},
+                             {"decode_compute_fraction", fraction(decode_gmac_s, peak_gemv)},
+                             {"prefill_compute_fraction", fraction(prefill_gmac_s, peak_gemm)}};
+    }
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("model      %s (%d threads, kv %s)\n", args.Get("-m").c_str(), model.threads(),
@@ -158,7 +263,24 @@ int CmdBench(int argc, char** argv) {
     std::printf("decode     %lld tokens: %.1f tok/s median (min %.1f, max %.1f)\n",
                 static_cast<long long>(n_gen), decode.median, decode.min, decode.max);
     std::printf("kv cache   %.2f MiB\n", kv_mib);
-    std::printf("peak RSS   %.1f MiB\n", rss);
+    std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
+    std::printf("math       %s activations for q4/q8 weights\n", math.c_str());
+    std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
+                weight_gb * 1e3, decode_gmac_s);
+    std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);
+    if (cpu_s_per_inference >= 0) {
+      std::printf("cpu time   %.2f s per standard inference (1024 in, 128 out; user + sys)\n",
+                  cpu_s_per_inference);
+    }
+    if (args.Has("--roofline")) {
+      std::printf("roofline   read %.2f GB/s; int8 kernel peak %.1f GMAC/s (GEMV), %.1f (GEMM)\n",
+                  read_gb_s, peak_gemv, peak_gemm);
+      std::printf(
+          "           decode %.0f%% of read bandwidth, %.0f%% of GEMV peak; "
+          "prefill %.0f%% of GEMM peak\n",
+          100 * fraction(decode_gb_s, read_gb_s), 100 * fraction(decode_gmac_s, peak_gemv),
+          100 * fraction(prefill_gmac_s, peak_gemm));
+    }
   }
   return kExitOk;
 }

@@ -2,8 +2,6 @@
 // and Attention. Attention spreads (token, head) pairs over the pool; each
 // pair runs the one-pass kernel of kernels/cpu/attention-inl.h.
 
-#include "backends/cpu/hwy_targets.h"  // first: selects the Highway targets
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>

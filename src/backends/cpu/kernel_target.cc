@@ -1,3 +1,4 @@
+
 #include "backends/cpu/kernel_target.h"
 
 #undef HWY_TARGET_INCLUDE

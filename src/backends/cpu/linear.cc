@@ -1,11 +1,14 @@
 // Linear (ops.h): validates the shape, splits output rows across threads in
 // contiguous blocks and runs the decode or prefill kernel of
-// kernels/cpu/matvec-inl.h for the best target of this CPU.
+// kernels/cpu/matvec-inl.h for the best target of this CPU. q4/q8 weights
+// under QuantMath::kInt8 go to LinearInt8 (linear_int8.cc) instead.
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/linear_int8.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/parallel.h"
 
@@ -52,6 +55,8 @@ constexpr size_t kRowAlign = 4;
 // row block of the thread's range passes over it.
 constexpr size_t kTokenChunk = 64;
 
+std::atomic<QuantMath> g_quant_math{QuantMath::kF32};
+
 bool ValidWeight(const WeightView& w) {
   if (w.data == nullptr) return false;
   switch (w.dtype) {
@@ -69,6 +74,9 @@ bool ValidWeight(const WeightView& w) {
 
 }  // namespace
 
+void SetQuantMath(QuantMath math) { g_quant_math.store(math, std::memory_order_relaxed); }
+QuantMath GetQuantMath() { return g_quant_math.load(std::memory_order_relaxed); }
+
 void Linear(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
             ThreadPool* pool) {
   if (out == nullptr || n == 0 || w.rows == 0) return;
@@ -76,6 +84,7 @@ void Linear(const float* x, size_t n, const WeightView& w, const float* bias, fl
     std::memset(out, 0, n * w.rows * sizeof(float));
     return;
   }
+  if (GetQuantMath() == QuantMath::kInt8 && LinearInt8(x, n, w, bias, out, pool)) return;
   const size_t tasks = std::min(NumThreads(pool), (w.rows + kRowAlign - 1) / kRowAlign);
   if (n == 1) {
     // Reused across calls: decode runs Linear hundreds of times per token.

@@ -62,6 +62,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) {
   size_t n = options.num_threads;
   if (n == 0) n = std::thread::hardware_concurrency();
   num_threads_ = n == 0 ? 1 : n;
+  ranges_ = std::vector<Range>(num_threads_);
   workers_.reserve(num_threads_ - 1);
   for (size_t t = 1; t < num_threads_; ++t) {
     workers_.emplace_back([this, t] { WorkerLoop(t); });
@@ -78,12 +79,19 @@ ThreadPool::~ThreadPool() {
   for (std::thread& w : workers_) w.join();
 }
 
+// Claims tasks from the thread's own range first, then from the others'.
 void ThreadPool::RunShare(size_t thread) {
-  const size_t begin = job_tasks_ * thread / num_threads_;
-  const size_t end = job_tasks_ * (thread + 1) / num_threads_;
   t_pool = this;
   t_thread = thread;
-  for (size_t task = begin; task < end; ++task) job_fn_(job_ctx_, task, thread);
+  for (size_t k = 0; k < num_threads_; ++k) {
+    Range& range = ranges_[(thread + k) % num_threads_];
+    for (;;) {
+      const size_t task = range.next.fetch_add(1, std::memory_order_relaxed);
+      if (task >= range.end) break;
+      job_fn_(job_ctx_, task, thread);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
   t_pool = nullptr;
 }
 
@@ -93,11 +101,10 @@ void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
     for (size_t task = 0; task < num_tasks; ++task) fn(ctx, task, t_thread);
     return;
   }
-  std::lock_guard<std::mutex> run_lock(run_mutex_);
-  job_fn_ = fn;
-  job_ctx_ = ctx;
-  job_tasks_ = num_tasks;
-  if (num_threads_ == 1 || num_tasks == 1) {
+  // Busy with another thread's job (two sessions computing at once): run
+  // this one on the calling thread rather than wait for the pool.
+  std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
+  if (!run_lock.owns_lock() || num_threads_ == 1 || num_tasks == 1) {
     // One task (or one thread): run it here, with no wake-up or hand-off.
     t_pool = this;
     t_thread = 0;
@@ -105,15 +112,27 @@ void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
     t_pool = nullptr;
     return;
   }
-  pending_.store(num_threads_ - 1);
+  job_fn_ = fn;
+  job_ctx_ = ctx;
+  for (size_t t = 0; t < num_threads_; ++t) {
+    ranges_[t].next.store(num_tasks * t / num_threads_, std::memory_order_relaxed);
+    ranges_[t].end = num_tasks * (t + 1) / num_threads_;
+  }
+  done_.store(0, std::memory_order_relaxed);
+  open_.store(true);
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     wake_.notify_all();
   }
   RunShare(0);
-  const auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  const auto all_done = [&] { return done_.load(std::memory_order_acquire) == num_tasks; };
   while (!SpinUntil(all_done)) std::this_thread::yield();
+  // A worker that joins after this sees the job closed and touches nothing;
+  // one that joined before is waited for (it can only be finding no tasks).
+  open_.store(false);
+  const auto none_active = [this] { return active_.load() == 0; };
+  while (!SpinUntil(none_active)) std::this_thread::yield();
 }
 
 void ThreadPool::WorkerLoop(size_t thread) {
@@ -128,8 +147,12 @@ void ThreadPool::WorkerLoop(size_t thread) {
     }
     if (stop_.load()) return;
     seen = generation_.load();
-    RunShare(thread);
-    pending_.fetch_sub(1, std::memory_order_release);
+    // Sequentially consistent with the caller's open_.store(false) followed
+    // by its read of active_: either the caller waits for this worker, or the
+    // worker sees the job closed.
+    active_.fetch_add(1);
+    if (open_.load()) RunShare(thread);
+    active_.fetch_sub(1);
   }
 }
 

@@ -1,8 +1,12 @@
 // A small persistent thread pool for the CPU kernels: n-1 worker threads plus
-// the calling thread, which always takes part. ParallelFor splits its tasks
-// statically into contiguous ranges (thread t runs tasks [t*n/T, (t+1)*n/T)),
-// so a kernel that splits rows into one task per thread gets contiguous row
-// blocks and a predictable cache footprint. Workers spin briefly after each
+// the calling thread, which always takes part. ParallelFor gives thread t the
+// contiguous range [t*n/T, (t+1)*n/T) of the tasks, so a kernel that splits
+// rows into one task per thread gets contiguous row blocks and a predictable
+// cache footprint; a thread that runs out of work then takes the unclaimed
+// tasks of the other ranges, in order. So a worker that the OS has not
+// scheduled yet (a busy phone, little cores, other processes) delays the call
+// by nothing: the caller runs its tasks instead of waiting for it, and the
+// call waits only for tasks already started. Workers spin briefly after each
 // job (decode issues hundreds of short jobs per token, so waking from a
 // futex every time would dominate) and then sleep on a condition variable.
 #pragma once
@@ -53,16 +57,24 @@ class ThreadPool {
   void RunShare(size_t thread);
   void WorkerLoop(size_t thread);
 
+  // The unclaimed part [next, end) of one thread's range of the current job.
+  struct alignas(64) Range {
+    std::atomic<size_t> next{0};
+    size_t end = 0;
+  };
+
   size_t num_threads_;
   std::vector<std::thread> workers_;
 
-  // The current job; written by the caller before bumping generation_.
+  // The current job; written by the caller before opening it (open_).
   TaskFn job_fn_ = nullptr;
   const void* job_ctx_ = nullptr;
-  size_t job_tasks_ = 0;
+  std::vector<Range> ranges_;  // one per thread
 
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<size_t> pending_{0};  // workers that have not finished the job
+  std::atomic<uint64_t> generation_{0};  // bumped per job to wake workers
+  std::atomic<bool> open_{false};        // workers may claim tasks
+  std::atomic<size_t> done_{0};          // tasks finished in this job
+  std::atomic<size_t> active_{0};        // workers inside the current job
   std::atomic<size_t> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::mutex run_mutex_;  // one job at a time

@@ -1,0 +1,125 @@
+// Integer dot products of int8 activations with weight codes, the inner step
+// of the int8-activation Linear (kernels/cpu/matvec_int8-inl.h).
+//
+// Highway 1.0.3 has no int8 dot op, so each target uses its own instruction
+// behind one interface. Every function adds products of corresponding bytes
+// into the int32 lanes of `acc`; which lane receives which product differs
+// between targets and does not matter, because callers only ever reduce a
+// whole accumulator (one vector never spans two weight groups).
+//
+//   DotU7(a, b, acc): a in [0, 127] (q4 codes), b int8.
+//   DotS8(a, b, acc): a, b in [-127, 127] (q8 codes).
+//
+// x86 (SSSE3 and up): maddubs (u8 x s8 -> pairs summed to i16; neither form
+// can saturate: 2 * 127 * 127 < 32768) then madd with ones to i32. AVX3_DL
+// uses VNNI's dpbusd for 512-bit vectors (only the EVEX form exists on CPUs
+// without AVX-VNNI, and GCC picks the VEX form for 256-bit ones). DotS8 moves
+// the sign of a onto b (|a| * sign(a) b = a b). NEON uses sdot when compiled
+// with dotprod (ARMv8.2+), else widening multiplies with pairwise adds; SVE
+// uses sdot. Other targets (scalar, emu128) have no int8 kernel:
+// POCKET_INT8_DOT is 0 there and Linear keeps the f32 path.
+
+#if defined(POCKET_KERNELS_CPU_INT8_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POCKET_KERNELS_CPU_INT8_DOT_INL_H_
+#undef POCKET_KERNELS_CPU_INT8_DOT_INL_H_
+#else
+#define POCKET_KERNELS_CPU_INT8_DOT_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#undef POCKET_INT8_DOT
+#undef POCKET_INT8_X86
+#undef POCKET_INT8_NEON
+#undef POCKET_INT8_SVE
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+#define POCKET_INT8_X86 1
+#include <immintrin.h>
+#elif HWY_TARGET == HWY_NEON
+#define POCKET_INT8_NEON 1
+#include <arm_neon.h>
+#elif HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_SVE_256 || \
+    HWY_TARGET == HWY_SVE2_128
+#define POCKET_INT8_SVE 1
+#include <arm_sve.h>
+#endif
+#if defined(POCKET_INT8_X86) || defined(POCKET_INT8_NEON) || defined(POCKET_INT8_SVE)
+#define POCKET_INT8_DOT 1
+#else
+#define POCKET_INT8_DOT 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace pocket::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if defined(POCKET_INT8_X86)
+
+HWY_INLINE hn::Vec128<int32_t> DotU7(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b,
+                                     hn::Vec128<int32_t> acc) {
+  const __m128i pairs = _mm_maddubs_epi16(a.raw, b.raw);
+  return hn::Vec128<int32_t>{_mm_add_epi32(acc.raw, _mm_madd_epi16(pairs, _mm_set1_epi16(1)))};
+}
+HWY_INLINE hn::Vec128<int32_t> DotS8(hn::Vec128<int8_t> a, hn::Vec128<int8_t> b,
+                                     hn::Vec128<int32_t> acc) {
+  const hn::Vec128<uint8_t> abs_a{_mm_abs_epi8(a.raw)};
+  return DotU7(abs_a, hn::Vec128<int8_t>{_mm_sign_epi8(b.raw, a.raw)}, acc);
+}
+
+#if HWY_TARGET <= HWY_AVX2
+HWY_INLINE hn::Vec256<int32_t> DotU7(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b,
+                                     hn::Vec256<int32_t> acc) {
+  const __m256i pairs = _mm256_maddubs_epi16(a.raw, b.raw);
+  return hn::Vec256<int32_t>{
+      _mm256_add_epi32(acc.raw, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))};
+}
+HWY_INLINE hn::Vec256<int32_t> DotS8(hn::Vec256<int8_t> a, hn::Vec256<int8_t> b,
+                                     hn::Vec256<int32_t> acc) {
+  const hn::Vec256<uint8_t> abs_a{_mm256_abs_epi8(a.raw)};
+  return DotU7(abs_a, hn::Vec256<int8_t>{_mm256_sign_epi8(b.raw, a.raw)}, acc);
+}
+#endif  // HWY_TARGET <= HWY_AVX2
+
+#if HWY_TARGET <= HWY_AVX3
+HWY_INLINE hn::Vec512<int32_t> DotU7(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b,
+                                     hn::Vec512<int32_t> acc) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return hn::Vec512<int32_t>{_mm512_dpbusd_epi32(acc.raw, a.raw, b.raw)};
+#else
+  const __m512i pairs = _mm512_maddubs_epi16(a.raw, b.raw);
+  return hn::Vec512<int32_t>{
+      _mm512_add_epi32(acc.raw, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))};
+#endif
+}
+#endif  // HWY_TARGET <= HWY_AVX3
+
+#elif defined(POCKET_INT8_NEON)
+
+HWY_INLINE hn::Vec128<int32_t> DotS8(hn::Vec128<int8_t> a, hn::Vec128<int8_t> b,
+                                     hn::Vec128<int32_t> acc) {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return hn::Vec128<int32_t>{vdotq_s32(acc.raw, a.raw, b.raw)};
+#else
+  const int16x8_t lo = vmull_s8(vget_low_s8(a.raw), vget_low_s8(b.raw));
+  const int16x8_t hi = vmull_s8(vget_high_s8(a.raw), vget_high_s8(b.raw));
+  return hn::Vec128<int32_t>{vpadalq_s16(vpadalq_s16(acc.raw, lo), hi)};
+#endif
+}
+HWY_INLINE hn::Vec128<int32_t> DotU7(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b,
+                                     hn::Vec128<int32_t> acc) {
+  return DotS8(hn::Vec128<int8_t>{vreinterpretq_s8_u8(a.raw)}, b, acc);
+}
+
+#elif defined(POCKET_INT8_SVE)
+
+HWY_INLINE svint32_t DotS8(svint8_t a, svint8_t b, svint32_t acc) { return svdot_s32(acc, a, b); }
+HWY_INLINE svint32_t DotU7(svuint8_t a, svint8_t b, svint32_t acc) {
+  return svdot_s32(acc, svreinterpret_s8_u8(a), b);
+}
+
+#endif
+
+}  // namespace pocket::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // POCKET_KERNELS_CPU_INT8_DOT_INL_H_

@@ -1,0 +1,171 @@
+// The int8-activation Linear (QuantMath::kInt8) against its scalar reference
+// and against the f32 reference within the documented error bound, on every
+// target, for decode and prefill batches, with and without threads.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/kernel_target.h"
+#include "backends/cpu/linear_int8.h"
+#include "backends/cpu/ops.h"
+#include "backends/cpu/reference_ops.h"
+#include "backends/cpu/thread_pool.h"
+#include "ops_test_util.h"
+
+namespace pocket::cpu {
+namespace {
+
+using testing::ForEachTarget;
+using testing::RandomFloats;
+using testing::RandomWeight;
+
+struct Format {
+  DType dtype;
+  uint32_t group;
+};
+const Format kFormats[] = {{DType::kQ8, 32}, {DType::kQ4, 32}, {DType::kQ4, 64}, {DType::kQ4, 128}};
+
+// Sets the process-wide QuantMath for one test and restores the default.
+class ScopedQuantMath {
+ public:
+  explicit ScopedQuantMath(QuantMath math) { SetQuantMath(math); }
+  ~ScopedQuantMath() { SetQuantMath(QuantMath::kF32); }
+};
+
+// Every SIMD target must have an int8 kernel; scalar/emu128 fall back to f32.
+bool TargetHasInt8() {
+  const std::string name = KernelTargetName();
+  return name != "SCALAR" && name != "EMU128";
+}
+
+// f32 summation bound as in linear_test.cc: 1e-5 sqrt(cols) sum (|w| + max|w|) |x|.
+float RoundingTolerance(const std::vector<float>& row, const float* x) {
+  float row_max = 0.0f;
+  for (float v : row) row_max = std::max(row_max, std::fabs(v));
+  double mag = 0.0;
+  for (size_t j = 0; j < row.size(); ++j) mag += (std::fabs(row[j]) + row_max) * std::fabs(x[j]);
+  return static_cast<float>(1e-5 * std::sqrt(row.size()) * mag + 1e-6);
+}
+
+// The error int8 activations may add (docs/kernels.md): per group,
+// (d_g / 2) sum_j |w_j - min_g|, since x_j = d_g q_j + e_j with |e_j| <= d_g/2
+// and the min term uses the exact sum of x.
+float QuantizationBound(const std::vector<float>& row, const float* x, size_t group) {
+  double bound = 0.0;
+  for (size_t g = 0; g < row.size() / group; ++g) {
+    float amax = 0.0f, lo = row[g * group];
+    for (size_t j = 0; j < group; ++j) {
+      amax = std::max(amax, std::fabs(x[g * group + j]));
+      lo = std::min(lo, row[g * group + j]);
+    }
+    double weight = 0.0;
+    for (size_t j = 0; j < group; ++j) weight += std::fabs(row[g * group + j] - lo);
+    bound += amax / 127.0 / 2.0 * weight;
+  }
+  return static_cast<float>(bound);
+}
+
+void CheckLinearInt8(const Format& f, size_t rows, size_t cols, size_t n, bool with_bias,
+                     ThreadPool* pool, std::mt19937& rng) {
+  SCOPED_TRACE(::testing::Message()
+               << DTypeName(f.dtype) << " g" << f.group << " rows=" << rows << " cols=" << cols
+               << " n=" << n << " threads=" << (pool ? pool->NumThreads() : 0));
+  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng);
+  // Activations of mixed magnitude, as hidden states are.
+  std::vector<float> x = RandomFloats(n * cols, rng);
+  for (size_t i = 0; i < x.size(); i += 7) x[i] *= 8.0f;
+  const std::vector<float> bias = RandomFloats(rows, rng);
+  const float* b = with_bias ? bias.data() : nullptr;
+  std::vector<float> want_int8(n * rows), want_f32(n * rows);
+  reference::LinearInt8(x.data(), n, w.view, b, want_int8.data());
+  reference::Linear(x.data(), n, w.view, b, want_f32.data());
+  std::vector<float> rounding(n * rows), quant(n * rows), row(cols);
+  const size_t group = f.dtype == DType::kQ8 ? kQ8Group : f.group;
+  for (size_t r = 0; r < rows; ++r) {
+    reference::DequantizeRow(w.view, r, row.data());
+    for (size_t t = 0; t < n; ++t) {
+      rounding[t * rows + r] = RoundingTolerance(row, x.data() + t * cols);
+      quant[t * rows + r] = QuantizationBound(row, x.data() + t * cols, group);
+    }
+  }
+  const ScopedQuantMath math(QuantMath::kInt8);
+  ForEachTarget([&] {
+    std::vector<float> direct(n * rows, NAN), out(n * rows, NAN);
+    ASSERT_EQ(LinearInt8(x.data(), n, w.view, b, direct.data(), pool), TargetHasInt8());
+    Linear(x.data(), n, w.view, b, out.data(), pool);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (TargetHasInt8()) {
+        ASSERT_EQ(out[i], direct[i]) << i;
+        ASSERT_NEAR(out[i], want_int8[i], rounding[i])
+            << "token " << i / rows << " row " << i % rows;
+        ASSERT_NEAR(out[i], want_f32[i], quant[i] + rounding[i]) << i;
+      } else {
+        ASSERT_NEAR(out[i], want_f32[i], rounding[i]) << i;
+      }
+    }
+  });
+}
+
+TEST(LinearInt8Test, MatchesReferenceForEveryFormatAndBatch) {
+  std::mt19937 rng(11);
+  for (const Format& f : kFormats) {
+    for (size_t cols : {size_t{f.group}, size_t{3 * f.group}, size_t{2560}}) {
+      for (size_t rows : {1, 6, 13}) {
+        for (size_t n : {1, 2, 5, 67}) CheckLinearInt8(f, rows, cols, n, n % 2 == 1, nullptr, rng);
+      }
+    }
+  }
+}
+
+TEST(LinearInt8Test, ThreadedMatchesReference) {
+  std::mt19937 rng(12);
+  for (size_t threads : {2, 3}) {
+    ThreadPool pool(ThreadPoolOptions{threads, false});
+    for (const Format& f : kFormats) {
+      for (size_t rows : {3, 37}) {
+        for (size_t n : {1, 9}) CheckLinearInt8(f, rows, 4 * f.group, n, true, &pool, rng);
+      }
+    }
+  }
+}
+
+TEST(LinearInt8Test, DefaultIsF32) { EXPECT_EQ(GetQuantMath(), QuantMath::kF32); }
+
+TEST(LinearInt8Test, PlainDtypesIgnoreInt8) {
+  std::mt19937 rng(13);
+  const testing::TestWeight w = RandomWeight(5, 64, DType::kF16, 0, rng);
+  const std::vector<float> x = RandomFloats(64, rng);
+  std::vector<float> f32(5), int8(5);
+  Linear(x.data(), 1, w.view, nullptr, f32.data(), nullptr);
+  const ScopedQuantMath math(QuantMath::kInt8);
+  EXPECT_FALSE(LinearInt8(x.data(), 1, w.view, nullptr, int8.data(), nullptr));
+  Linear(x.data(), 1, w.view, nullptr, int8.data(), nullptr);
+  EXPECT_EQ(f32, int8);
+}
+
+TEST(QuantizeActivationsTest, MatchesReferenceExactly) {
+  std::mt19937 rng(14);
+  for (size_t block : {32, 64, 128}) {
+    SCOPED_TRACE(block);
+    const size_t cols = 4 * block;
+    std::vector<float> x = RandomFloats(cols, rng, -3.0f, 3.0f);
+    std::fill(x.begin() + block, x.begin() + 2 * block, 0.0f);  // an all-zero block
+    std::vector<int8_t> want_q(cols), q(cols);
+    std::vector<float> want_d(4), want_s(4), d(4), s(4);
+    reference::QuantizeActivations(x.data(), cols, block, want_q.data(), want_d.data(),
+                                   want_s.data());
+    ForEachTarget([&] {
+      QuantizeActivations(x.data(), cols, block, q.data(), d.data(), s.data());
+      EXPECT_EQ(q, want_q);
+      EXPECT_EQ(d, want_d);
+      for (size_t b = 0; b < 4; ++b) EXPECT_NEAR(s[b], want_s[b], 1e-5f * block);
+    });
+  }
+}
+
+}  // namespace
+}  // namespace pocket::cpu

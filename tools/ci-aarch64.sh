@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Cross-builds the CPU backend and its tests for aarch64 (baseline ARMv8 and
+# ARMv8.2+dotprod) and runs them under qemu as a Neoverse N1 (Highway's NEON
+# target) and as QEMU's "max" CPU (adds SVE/SVE2, so the SVE targets run
+# too). Builds only pocket_cpu and backends_tests; the engine's other modules
+# need nothing beyond what configure checks for. About 10 minutes on 2 cores
+# from scratch. Runs as root on Debian 12 (installs the cross compiler,
+# qemu-user and the arm64 packages it needs).
+#
+#   tools/ci-aarch64.sh [BUILD_DIR]      (default build-arm64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath -m "${1:-build-arm64}")
+sysroot=$build/sysroot
+
+if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++-aarch64-linux-gnu qemu-user >/dev/null
+fi
+
+# arm64 libraries unpacked into a private sysroot (no arm64 install on the host).
+if [ ! -f "$sysroot/.complete" ]; then
+  dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+  apt-get update -qq
+  debs=$build/debs
+  mkdir -p "$debs" "$sysroot"
+  chmod 777 "$debs"  # apt downloads as the unprivileged _apt user
+  (cd "$debs" && apt-get download -qq libhwy-dev:arm64 libhwy1:arm64 libgtest-dev:arm64 \
+     libpcre2-dev:arm64 libpcre2-8-0:arm64 libutf8proc-dev:arm64 libutf8proc2:arm64)
+  for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$sysroot"; done
+  touch "$sysroot/.complete"
+fi
+# Header-only dependencies come from the host.
+for p in nlohmann-json3-dev libeigen3-dev pkg-config cmake; do
+  dpkg -s "$p" >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
+done
+
+export POCKET_ARM64_SYSROOT=$sysroot
+export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+# Two builds: the default (NEON without dotprod: the vmull/vpadal int8 path)
+# and ARMv8.2 with dotprod (the sdot path every phone of the last years has).
+for variant in base dotprod; do
+  dir=$build/$variant
+  flags=""
+  [ "$variant" = dotprod ] && flags="-march=armv8.2-a+dotprod"
+  cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+    -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="$flags" \
+    -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$dir" --target pocket_cpu -j2
+  make -C "$dir" backends_tests/fast -j2  # /fast: not the CLI the test target also lists
+  # Neoverse N1: NEON with dotprod. max: adds SVE and SVE2 (Highway runs
+  # those targets too); only the base build, as dotprod changes no SVE code.
+  cpus="neoverse-n1"
+  [ "$variant" = base ] && cpus="neoverse-n1 max"
+  for cpu in $cpus; do
+    echo "--- $variant backends_tests on qemu -cpu $cpu"
+    QEMU_CPU=$cpu qemu-aarch64 -L /usr/aarch64-linux-gnu \
+      -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
+      --gtest_brief=1
+  done
+done
