@@ -23,6 +23,12 @@
 #include "pocket/pocket.h"
 
 namespace pocket {
+// The wrapper's classes live in an inline namespace: users write
+// pocket::Model, but the symbols are pocket::v1::Model, distinct from the
+// library's internal classes of the same names (whose inline members would
+// otherwise share mangled names with these and break the one-definition
+// rule), and a future incompatible wrapper can become v2 side by side.
+inline namespace v1 {
 
 class Status {
  public:
@@ -220,6 +226,7 @@ inline void SetLogCallback(pocket_log_fn fn, void* user_data) {
   pocket_set_log_callback(fn, user_data);
 }
 
+}  // namespace v1
 }  // namespace pocket
 
 #endif  // POCKET_POCKET_HPP_
