@@ -113,9 +113,7 @@ Status Session::BudgetError(size_t pos, size_t n, LogitsMode mode) const {
                 MiB(options_.budget_bytes), pos, n, MiB(f.weights), MiB(f.model), MiB(f.scratch),
                 MiB(f.logits), MiB(kv_.BytesFor(pos)),
                 static_cast<double>(kv_.page_bytes()) / kv_.page_tokens() / 1024.0,
-                options_.kv_type == cpu::KvType::kQ8    ? "q8"
-                : options_.kv_type == cpu::KvType::kF16 ? "f16"
-                                                        : "f32");
+                cpu::KvTypeName(options_.kv_type));
 }
 
 Status Session::Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode mode) const {

@@ -100,16 +100,11 @@ std::string Header(const Model& model, cpu::KvType type) {
   return out;
 }
 
-const char* KvTypeName(uint32_t type) {
-  switch (type) {
-    case static_cast<uint32_t>(cpu::KvType::kF32):
-      return "f32";
-    case static_cast<uint32_t>(cpu::KvType::kF16):
-      return "f16";
-    case static_cast<uint32_t>(cpu::KvType::kQ8):
-      return "q8";
-  }
-  return "unknown";
+// The name of a KV type read from an untrusted state file.
+const char* StoredKvTypeName(uint32_t type) {
+  return type <= static_cast<uint32_t>(cpu::KvType::kQ8)
+             ? cpu::KvTypeName(static_cast<cpu::KvType>(type))
+             : "unknown";
 }
 
 Status ReadWholeFile(const std::string& path, std::string* out) {
@@ -196,8 +191,8 @@ Status Session::Load(const std::string& path) {
     return Errorf(StatusCode::kInvalidArgument,
                   "%s: the state holds a %s KV cache but this session uses %s; create the session "
                   "with the same KV type (--kv %s)",
-                  path.c_str(), KvTypeName(type),
-                  KvTypeName(static_cast<uint32_t>(options_.kv_type)), KvTypeName(type));
+                  path.c_str(), StoredKvTypeName(type), cpu::KvTypeName(options_.kv_type),
+                  StoredKvTypeName(type));
   }
   if (bytes.compare(0, expected.size(), expected) != 0) {
     return Errorf(StatusCode::kInvalidArgument,

@@ -191,7 +191,7 @@ int CmdBench(int argc, char** argv) {
   }
   const Stats prefill = Summarize(prefill_rates);
   const Stats decode = Summarize(decode_rates);
-  const double kv_mib = session.kv_cache().bytes() / (1024.0 * 1024.0);  // before the next run
+  const double kv_mib = session.memory().kv / (1024.0 * 1024.0);  // before the next run
 
   // One standard inference (1024 in, 128 out) where the context allows it.
   constexpr int64_t kStdIn = 1024, kStdOut = 128;
@@ -231,7 +231,7 @@ int CmdBench(int argc, char** argv) {
     out["n_prompt"] = n_prompt;
     out["n_gen"] = n_gen;
     out["repetitions"] = reps;
-    out["kv_type"] = loaded.session.kv_type == cpu::KvType::kF32 ? "f32" : "f16";
+    out["kv_type"] = cpu::KvTypeName(loaded.session.kv_type);
     out["load_ms"] = loaded.load_ms;
     out["prefill_tok_s"] = StatsJson(prefill);
     out["decode_tok_s"] = StatsJson(decode);
@@ -255,7 +255,7 @@ int CmdBench(int argc, char** argv) {
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("model      %s (%d threads, kv %s)\n", args.Get("-m").c_str(), model.threads(),
-                loaded.session.kv_type == cpu::KvType::kF32 ? "f32" : "f16");
+                cpu::KvTypeName(loaded.session.kv_type));
     std::printf("load       %.1f ms\n", loaded.load_ms);
     std::printf("prefill    %lld tokens: %.1f tok/s median (min %.1f, max %.1f) over %lld runs\n",
                 static_cast<long long>(n_prompt), prefill.median, prefill.min, prefill.max,

@@ -39,6 +39,18 @@ struct WeightView {
 // Dot products are unchanged by H, so attention rotates the query instead
 // of every row. Other head_dims store x itself.
 enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
+// "f32", "f16", "q8" (the --kv flag's spelling); "unknown" otherwise.
+inline const char* KvTypeName(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return "f32";
+    case KvType::kF16:
+      return "f16";
+    case KvType::kQ8:
+      return "q8";
+  }
+  return "unknown";
+}
 struct KvView {
   KvType type = KvType::kF16;
   void* const* k_pages = nullptr;
