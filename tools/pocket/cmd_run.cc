@@ -12,7 +12,8 @@ namespace {
 
 const char kRunHelp[] =
     "usage: pocket run -m FILE -p TEXT [options]\n\n"
-    "Generates text from a prompt and streams it to stdout.\n\n"
+    "Generates text from a prompt and streams the prompt, then the generated\n"
+    "text, to stdout (with --chat only the reply).\n\n"
     "  -p, --prompt TEXT     the prompt (required)\n"
     "  --chat                render the prompt as a user turn with the chat template\n"
     "  --system TEXT         system message (with --chat)\n"
@@ -69,6 +70,11 @@ int CmdRun(int argc, char** argv) {
   };
   GenerateResult result;
   Status s;
+  // Like llama2.c and llama.cpp, a plain completion shows its prompt first.
+  if (!json && !args.Has("--chat")) {
+    std::fputs(args.Get("-p").c_str(), stdout);
+    std::fflush(stdout);
+  }
   if (args.Has("--chat")) {
     std::vector<ChatMessage> messages;
     if (args.Has("--system")) messages.push_back({"system", args.Get("--system")});
