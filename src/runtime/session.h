@@ -112,6 +112,8 @@ class Session {
   Continuation* continuation() { return &continuation_; }
 
  private:
+  // Unsupported on a session whose KV cache lives on a device.
+  Status CheckStateFilesSupported() const;
   // Budget bytes other than KV pages for evaluating n tokens in `mode`.
   struct Fixed {
     size_t weights = 0, model = 0, scratch = 0, logits = 0;

@@ -124,14 +124,22 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
 
 }  // namespace
 
-Status Session::Save(const std::string& path) const {
+// Save/Load read and write the host KV pages; an OpenCL session keeps its
+// cache on the device, which this file format does not cover (a documented
+// limit of the OpenCL backend, docs/gpu-kernels.md).
+Status Session::CheckStateFilesSupported() const {
 #ifdef POCKET_WITH_OPENCL
   if (device_ != nullptr) {
     return Status(StatusCode::kUnsupported,
-                  "session state files are not implemented on the OpenCL backend (its KV cache "
-                  "lives on the device); use --backend cpu");
+                  "session state files are not supported on the OpenCL backend (its KV cache "
+                  "lives on the device); use --backend cpu to save or load a session");
   }
 #endif
+  return Status::Ok();
+}
+
+Status Session::Save(const std::string& path) const {
+  POCKET_RETURN_IF_ERROR(CheckStateFilesSupported());
   std::string out = Header(*model_, options_.kv_type);
   const std::vector<int32_t>& pending = continuation_.pending;
   Put(&out, static_cast<uint64_t>(tokens_.size()));
@@ -154,13 +162,7 @@ Status Session::Save(const std::string& path) const {
 }
 
 Status Session::Load(const std::string& path) {
-#ifdef POCKET_WITH_OPENCL
-  if (device_ != nullptr) {
-    return Status(StatusCode::kUnsupported,
-                  "session state files are not implemented on the OpenCL backend (its KV cache "
-                  "lives on the device); use --backend cpu");
-  }
-#endif
+  POCKET_RETURN_IF_ERROR(CheckStateFilesSupported());
   std::string bytes;
   POCKET_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
   auto corrupt = [&](const char* what) {
