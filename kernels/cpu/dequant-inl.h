@@ -12,6 +12,7 @@
 #include <hwy/highway.h>
 
 #include "backends/cpu/ops.h"
+#include "backends/cpu/rows16.h"
 #include "kernels/cpu/load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -82,8 +83,27 @@ HWY_INLINE void DequantizeQ4Row(const WeightView& w, size_t row, float* HWY_REST
   }
 }
 
+// out[w.cols] = row `row` as f32 (Embed of a rows16 table).
+HWY_INLINE void Rows16DequantizeRow(const Rows16Weights& w, size_t row, float* HWY_RESTRICT out) {
+  const size_t block = row / kRows16Block, i = row % kRows16Block;
+  for (size_t g = 0; g < w.groups; ++g) {
+    const uint8_t* record = w.Record(block, g);
+    const float scale = HalfAt(record + 8 * w.group + 2 * i);
+    const float min = HalfAt(record + 8 * w.group + 2 * (kRows16Block + i));
+    float* o = out + g * w.group;
+    for (size_t c = 0; c < w.group / 8; ++c) {
+      const uint8_t* quad = record + 64 * c + 4 * i;
+      for (size_t j = 0; j < 4; ++j) {
+        o[8 * c + j] = scale * static_cast<float>(quad[j] & 0xF) + min;
+        o[8 * c + 4 + j] = scale * static_cast<float>(quad[j] >> 4) + min;
+      }
+    }
+  }
+}
+
 // out[w.cols] = row `row` of w as f32.
 HWY_INLINE void DequantizeRow(const WeightView& w, size_t row, float* HWY_RESTRICT out) {
+  if (w.layout == TensorLayout::kRows16) return Rows16DequantizeRow(Rows16Weights(w), row, out);
   switch (w.dtype) {
     case DType::kF32:
       WidenRow(reinterpret_cast<const float*>(w.data) + row * w.cols, w.cols, out);

@@ -9,6 +9,7 @@
 #include "format/pocket_file.h"
 #include "format/writer.h"
 #include "quant/quantize.h"
+#include "quant/rows16.h"
 
 namespace pocket {
 namespace {
@@ -111,6 +112,15 @@ StatusOr<QuantOptions> ParseQuantOptions(const std::string& quant, const std::st
   return q;
 }
 
+Status ParseLayoutOption(const std::string& layout, QuantOptions* q) {
+  if (!layout.empty() && !ParseLayout(layout, &q->q4_layout)) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "--layout '%s' is not a layout; use rows16 (default) or row_major",
+                  layout.c_str());
+  }
+  return Status::Ok();
+}
+
 std::string FormatConvertSummary(const ConvertStats& stats, double seconds) {
   std::string s =
       StringPrintf("%zu tensors, %.1fM parameters, %llu bytes (%.1f MB), %.1f s", stats.tensors,
@@ -141,8 +151,9 @@ TensorStorage ChooseStorage(const std::string& name, const std::vector<uint64_t>
   s.dtype = IsEmbedding(name) ? q.embeddings : q.weights;
   s.group = GroupFor(s.dtype, q);
   if (IsQuantized(s.dtype) && shape.back() % s.group != 0) {
-    s = TensorStorage{DType::kF16, 0, true};
+    s = TensorStorage{DType::kF16, 0, TensorLayout::kRowMajor, true};
   }
+  if (IsValidLayout(q.q4_layout, s.dtype, Elements(shape) / shape.back())) s.layout = q.q4_layout;
   return s;
 }
 
@@ -233,11 +244,14 @@ StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOpt
       return Status(bytes.status().code(),
                     "tensor '" + src->name + "': " + bytes.status().message());
     }
+    if (s.layout == TensorLayout::kRows16)
+      *bytes = PackQ4Rows16(bytes->data(), rows, cols, s.group);
     if (s.fell_back) stats.fallbacks.push_back(src->name);
     TensorInfo info;
     info.name = src->name;
     info.dtype = s.dtype;
     info.group = s.group;
+    info.layout = s.layout;
     info.shape = src->shape;
     info.nbytes = bytes->size();
     POCKET_RETURN_IF_ERROR(writer.AddTensor(std::move(info), std::move(bytes).value()));

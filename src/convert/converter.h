@@ -27,6 +27,9 @@ struct QuantOptions {
   DType weights = DType::kQ4;
   DType embeddings = DType::kQ4;
   uint32_t group = 64;
+  // Layout of q4 matrices whose rows the layout's block divides; the others
+  // stay row-major. rows16 is what the CPU int8 kernels read.
+  TensorLayout q4_layout = TensorLayout::kRows16;
 };
 Status ValidateQuantOptions(const QuantOptions& q);
 // From the CLI flags: `quant` and `embed_quant` are dtype names ("" for
@@ -34,6 +37,8 @@ Status ValidateQuantOptions(const QuantOptions& q);
 // default 64. Errors name the flag.
 StatusOr<QuantOptions> ParseQuantOptions(const std::string& quant, const std::string& embed_quant,
                                          int64_t group);
+// The --layout flag: "rows16" or "row_major" ("" keeps the default).
+Status ParseLayoutOption(const std::string& layout, QuantOptions* q);
 // e.g. "q4 g64, embeddings q8 g32" (stored as the config's `quant`).
 std::string QuantSummary(const QuantOptions& q);
 
@@ -41,6 +46,7 @@ std::string QuantSummary(const QuantOptions& q);
 struct TensorStorage {
   DType dtype = DType::kF32;
   uint32_t group = 0;
+  TensorLayout layout = TensorLayout::kRowMajor;
   bool fell_back = false;  // the requested type did not fit the shape
 };
 TensorStorage ChooseStorage(const std::string& name, const std::vector<uint64_t>& shape,

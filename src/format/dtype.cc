@@ -51,6 +51,37 @@ bool IsValidGroup(DType t, uint32_t group) {
   return false;
 }
 
+const char* LayoutName(TensorLayout l) {
+  switch (l) {
+    case TensorLayout::kRowMajor:
+      return "row_major";
+    case TensorLayout::kRows16:
+      return "rows16";
+  }
+  return "unknown";
+}
+
+bool ParseLayout(std::string_view name, TensorLayout* out) {
+  for (int i = 0; i < kNumLayouts; ++i) {
+    const TensorLayout l = static_cast<TensorLayout>(i);
+    if (name == LayoutName(l)) {
+      *out = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsValidLayout(TensorLayout l, DType t, uint64_t rows) {
+  switch (l) {
+    case TensorLayout::kRowMajor:
+      return true;
+    case TensorLayout::kRows16:
+      return t == DType::kQ4 && rows % kRows16Block == 0;
+  }
+  return false;
+}
+
 bool TensorByteSize(DType t, uint64_t rows, uint64_t cols, uint32_t group, uint64_t* bytes) {
   uint64_t elements;
   if (!MulOk(rows, cols, &elements)) return false;

@@ -66,8 +66,9 @@ Status ValidateTensorInfo(const TensorInfo& t) {
     return Errorf(StatusCode::kCorruptFile, "tensor %s: unknown dtype %u", name.c_str(),
                   static_cast<unsigned>(t.dtype));
   }
-  if (t.layout != TensorLayout::kRowMajor) {
-    return Errorf(StatusCode::kCorruptFile, "tensor %s: unknown layout %u", name.c_str(),
+  if (static_cast<int>(t.layout) >= kNumLayouts) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "tensor %s: unknown layout %u (a newer Pocket may read it)", name.c_str(),
                   static_cast<unsigned>(t.layout));
   }
   if (t.shape.empty() || t.shape.size() > kMaxTensorDims) {
@@ -90,6 +91,13 @@ Status ValidateTensorInfo(const TensorInfo& t) {
                   "tensor %s: group %u is not valid for dtype %s (q4: 32/64/128, q8: 32, "
                   "plain types: 0)",
                   name.c_str(), t.group, DTypeName(t.dtype));
+  }
+  if (!IsValidLayout(t.layout, t.dtype, t.rows())) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "tensor %s: layout %s does not hold a %s tensor of %llu rows (rows16 is for "
+                  "q4 with rows a multiple of 16)",
+                  name.c_str(), LayoutName(t.layout), DTypeName(t.dtype),
+                  static_cast<unsigned long long>(t.rows()));
   }
   uint64_t expected;
   if (!TensorByteSize(t.dtype, t.rows(), t.cols(), t.group, &expected)) {

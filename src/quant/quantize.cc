@@ -1,5 +1,7 @@
 #include "quant/quantize.h"
 
+#include "quant/rows16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -170,8 +172,15 @@ StatusOr<std::vector<uint8_t>> QuantizeTensor(const float* src, uint64_t rows, u
   return out;
 }
 
-void DequantizeRow(const uint8_t* tensor, DType dtype, uint64_t rows, uint64_t cols, uint32_t group,
-                   uint64_t row, float* out) {
+void DequantizeRow(const uint8_t* tensor, DType dtype, TensorLayout layout, uint64_t rows,
+                   uint64_t cols, uint32_t group, uint64_t row, float* out) {
+  if (layout == TensorLayout::kRows16) {
+    for (uint64_t j = 0; j < cols; ++j) {
+      const Q4Element e = Rows16Element(tensor, cols, group, row, j);
+      out[j] = F16ToF32(e.scale_f16) * static_cast<float>(e.code) + F16ToF32(e.min_f16);
+    }
+    return;
+  }
   switch (dtype) {
     case DType::kF32:
       std::memcpy(out, tensor + row * cols * 4, cols * 4);

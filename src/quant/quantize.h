@@ -19,13 +19,13 @@
 namespace pocket {
 
 // Quantizes a row-major [rows, cols] f32 matrix (1-D tensors: rows = 1).
-StatusOr<std::vector<uint8_t>> QuantizeTensor(const float* src, uint64_t rows,
-                                              uint64_t cols, DType dtype,
-                                              uint32_t group);
+StatusOr<std::vector<uint8_t>> QuantizeTensor(const float* src, uint64_t rows, uint64_t cols,
+                                              DType dtype, uint32_t group);
 
-// Dequantizes row `row` of a tensor stored as `dtype` into out[cols].
-void DequantizeRow(const uint8_t* tensor, DType dtype, uint64_t rows, uint64_t cols,
-                   uint32_t group, uint64_t row, float* out);
+// Dequantizes row `row` of a tensor stored as `dtype` in `layout` into
+// out[cols].
+void DequantizeRow(const uint8_t* tensor, DType dtype, TensorLayout layout, uint64_t rows,
+                   uint64_t cols, uint32_t group, uint64_t row, float* out);
 
 // Worst-case absolute error of one group for a dtype, given the group's
 // values: used by tests and `pocket convert` self-checks.

@@ -193,15 +193,12 @@ class Planner {
       return Fail(StatusCode::kCorruptFile, "tensor '%s' must be 2-D, has %zu dims", name.c_str(),
                   t->shape.size());
     }
-    if (t->layout != TensorLayout::kRowMajor) {
-      return Fail(StatusCode::kUnsupported, "tensor '%s' has a layout this build cannot read",
-                  name.c_str());
-    }
     w->data = file_.TensorData(*t);
     w->dtype = t->dtype;
     w->group = t->group;
     w->rows = t->shape[0];
     w->cols = t->shape[1];
+    w->layout = t->layout;
     return Status::Ok();
   }
 

@@ -26,8 +26,21 @@ using testing::RandomWeight;
 struct Format {
   DType dtype;
   uint32_t group;
+  TensorLayout layout = TensorLayout::kRowMajor;
 };
-const Format kFormats[] = {{DType::kQ8, 32}, {DType::kQ4, 32}, {DType::kQ4, 64}, {DType::kQ4, 128}};
+constexpr TensorLayout kRows16 = TensorLayout::kRows16;
+const Format kFormats[] = {{DType::kQ8, 32},          {DType::kQ4, 32},
+                           {DType::kQ4, 64},          {DType::kQ4, 128},
+                           {DType::kQ4, 32, kRows16}, {DType::kQ4, 64, kRows16},
+                           {DType::kQ4, 128, kRows16}};
+
+// Row counts with tails of the 4-row tiles, or whole 16-row blocks (rows16):
+// one block, and an odd number of them (the decode kernel pairs lane blocks).
+std::vector<size_t> RowsFor(const Format& f, bool threaded) {
+  if (f.layout == kRows16)
+    return threaded ? std::vector<size_t>{32, 80} : std::vector<size_t>{16, 48};
+  return threaded ? std::vector<size_t>{3, 37} : std::vector<size_t>{1, 6, 13};
+}
 
 // Sets the process-wide QuantMath for one test and restores the default.
 class ScopedQuantMath {
@@ -72,9 +85,10 @@ float QuantizationBound(const std::vector<float>& row, const float* x, size_t gr
 void CheckLinearInt8(const Format& f, size_t rows, size_t cols, size_t n, bool with_bias,
                      ThreadPool* pool, std::mt19937& rng) {
   SCOPED_TRACE(::testing::Message()
-               << DTypeName(f.dtype) << " g" << f.group << " rows=" << rows << " cols=" << cols
-               << " n=" << n << " threads=" << (pool ? pool->NumThreads() : 0));
-  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng);
+               << DTypeName(f.dtype) << " g" << f.group << " " << LayoutName(f.layout)
+               << " rows=" << rows << " cols=" << cols << " n=" << n
+               << " threads=" << (pool ? pool->NumThreads() : 0));
+  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
   // Activations of mixed magnitude, as hidden states are.
   std::vector<float> x = RandomFloats(n * cols, rng);
   for (size_t i = 0; i < x.size(); i += 7) x[i] *= 8.0f;
@@ -114,7 +128,7 @@ TEST(LinearInt8Test, MatchesReferenceForEveryFormatAndBatch) {
   std::mt19937 rng(11);
   for (const Format& f : kFormats) {
     for (size_t cols : {size_t{f.group}, size_t{3 * f.group}, size_t{2560}}) {
-      for (size_t rows : {1, 6, 13}) {
+      for (size_t rows : RowsFor(f, false)) {
         for (size_t n : {1, 2, 5, 67}) CheckLinearInt8(f, rows, cols, n, n % 2 == 1, nullptr, rng);
       }
     }
@@ -126,7 +140,7 @@ TEST(LinearInt8Test, ThreadedMatchesReference) {
   for (size_t threads : {2, 3}) {
     ThreadPool pool(ThreadPoolOptions{threads, false});
     for (const Format& f : kFormats) {
-      for (size_t rows : {3, 37}) {
+      for (size_t rows : RowsFor(f, true)) {
         for (size_t n : {1, 9}) CheckLinearInt8(f, rows, 4 * f.group, n, true, &pool, rng);
       }
     }

@@ -21,10 +21,22 @@ using testing::RandomWeight;
 struct Format {
   DType dtype;
   uint32_t group;
+  TensorLayout layout = TensorLayout::kRowMajor;
 };
 
-const Format kFormats[] = {{DType::kF32, 0}, {DType::kF16, 0}, {DType::kBF16, 0}, {DType::kQ8, 32},
-                           {DType::kQ4, 32}, {DType::kQ4, 64}, {DType::kQ4, 128}};
+constexpr TensorLayout kRows16 = TensorLayout::kRows16;
+const Format kFormats[] = {{DType::kF32, 0},          {DType::kF16, 0},
+                           {DType::kBF16, 0},         {DType::kQ8, 32},
+                           {DType::kQ4, 32},          {DType::kQ4, 64},
+                           {DType::kQ4, 128},         {DType::kQ4, 32, kRows16},
+                           {DType::kQ4, 64, kRows16}, {DType::kQ4, 128, kRows16}};
+
+// Row counts: odd ones (tails of the row tiles), multiples of the 16-row
+// block for rows16.
+std::vector<size_t> RowsFor(const Format& f) {
+  if (f.layout == kRows16) return {16, 48};
+  return {1, 5, 13};
+}
 
 // Column counts to test: odd ones for plain dtypes (tails of every vector
 // width), multiples of the group for quantized ones.
@@ -58,10 +70,11 @@ std::vector<float> Tolerances(const float* x, size_t n, const WeightView& w) {
 
 void CheckLinear(const Format& f, size_t rows, size_t cols, size_t n, bool with_bias,
                  ThreadPool* pool, std::mt19937& rng) {
-  SCOPED_TRACE(::testing::Message() << DTypeName(f.dtype) << " g" << f.group << " rows=" << rows
-                                    << " cols=" << cols << " n=" << n << " bias=" << with_bias
-                                    << " threads=" << (pool ? pool->NumThreads() : 0));
-  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng);
+  SCOPED_TRACE(::testing::Message()
+               << DTypeName(f.dtype) << " g" << f.group << " " << LayoutName(f.layout)
+               << " rows=" << rows << " cols=" << cols << " n=" << n << " bias=" << with_bias
+               << " threads=" << (pool ? pool->NumThreads() : 0));
+  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
   const std::vector<float> x = RandomFloats(n * cols, rng);
   const std::vector<float> bias = RandomFloats(rows, rng);
   const float* b = with_bias ? bias.data() : nullptr;
@@ -81,7 +94,7 @@ TEST(LinearTest, MatchesReferenceForEveryDtypeAndBatch) {
   std::mt19937 rng(1);
   for (const Format& f : kFormats) {
     for (size_t cols : ColsFor(f)) {
-      for (size_t rows : {1, 5, 13}) {
+      for (size_t rows : RowsFor(f)) {
         for (size_t n : {1, 2, 5, 67}) CheckLinear(f, rows, cols, n, n % 2 == 1, nullptr, rng);
       }
     }
@@ -94,7 +107,8 @@ TEST(LinearTest, ThreadedMatchesReference) {
     ThreadPool pool(ThreadPoolOptions{threads, false});
     for (const Format& f : kFormats) {
       const size_t cols = f.group ? 2 * f.group : 45;
-      for (size_t rows : {3, 37}) {
+      for (size_t rows :
+           f.layout == kRows16 ? std::vector<size_t>{32, 80} : std::vector<size_t>{3, 37}) {
         for (size_t n : {1, 7}) CheckLinear(f, rows, cols, n, true, &pool, rng);
       }
     }
@@ -115,10 +129,10 @@ TEST(EmbedTest, MatchesReferenceForEveryDtype) {
   std::mt19937 rng(4);
   for (const Format& f : kFormats) {
     for (size_t cols : ColsFor(f)) {
-      SCOPED_TRACE(::testing::Message()
-                   << DTypeName(f.dtype) << " g" << f.group << " cols=" << cols);
-      const size_t rows = 11;
-      const testing::TestWeight table = RandomWeight(rows, cols, f.dtype, f.group, rng);
+      SCOPED_TRACE(::testing::Message() << DTypeName(f.dtype) << " g" << f.group << " "
+                                        << LayoutName(f.layout) << " cols=" << cols);
+      const size_t rows = f.layout == kRows16 ? 32 : 11;
+      const testing::TestWeight table = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
       const std::vector<int32_t> ids = {0, 10, 3, 3, 7};
       std::vector<float> expected(ids.size() * cols);
       reference::Embed(table.view, ids.data(), ids.size(), expected.data());

@@ -15,6 +15,7 @@
 
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
+#include "quant/rows16.h"
 #include "util/fp16.h"
 
 namespace pocket::cpu::testing {
@@ -116,10 +117,14 @@ struct TestWeight {
   WeightView view;
 };
 
+// layout kRows16 (q4, rows % 16 == 0) packs the planar bytes as the
+// converter does.
 inline TestWeight RandomWeight(size_t rows, size_t cols, DType dtype, uint32_t group,
-                               std::mt19937& rng) {
+                               std::mt19937& rng, TensorLayout layout = TensorLayout::kRowMajor) {
   TestWeight t;
   t.bytes = EncodeWeights(RandomFloats(rows * cols, rng), rows, cols, dtype, group);
+  if (layout == TensorLayout::kRows16) t.bytes = PackQ4Rows16(t.bytes.data(), rows, cols, group);
+  t.view.layout = layout;
   t.view.data = t.bytes.data();
   t.view.dtype = dtype;
   t.view.group = group;

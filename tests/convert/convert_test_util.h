@@ -86,7 +86,7 @@ inline std::vector<float> ReadTensor(const PocketFile& file, const std::string& 
   if (!t) return {};
   std::vector<float> out(t->elements());
   for (uint64_t r = 0; r < t->rows(); ++r) {
-    DequantizeRow(file.TensorData(*t), t->dtype, t->rows(), t->cols(), t->group, r,
+    DequantizeRow(file.TensorData(*t), t->dtype, t->layout, t->rows(), t->cols(), t->group, r,
                   out.data() + r * t->cols());
   }
   return out;

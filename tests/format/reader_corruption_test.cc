@@ -284,6 +284,14 @@ TEST(ReaderCorruption, HostileTensorDirectories) {
        {"'a.weight'", "nbytes is 64 but a f16 tensor of this shape takes 32"}},
       {"unknown dtype", [](auto* t) { (*t)[1].dtype = 9; }, {"'b.weight'", "unknown dtype 9"}},
       {"unknown layout", [](auto* t) { (*t)[1].layout = 3; }, {"'b.weight'", "unknown layout 3"}},
+      {"rows16 on f32",
+       [](auto* t) { (*t)[1].layout = 1; },
+       {"'b.weight'", "layout rows16 does not hold a f32 tensor"}},
+      {"rows16 on 8 rows",
+       [](auto* t) {
+         (*t)[0] = {"q.weight", 4, 1, 32, {8, 32}, 0, 160};
+       },
+       {"'q.weight'", "rows16 is for q4 with rows a multiple of 16"}},
       {"bad q4 group",
        [](auto* t) {
          (*t)[0] = {"q.weight", 4, 0, 48, {1, 96}, 0, 60};

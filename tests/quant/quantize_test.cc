@@ -33,7 +33,7 @@ TEST(QuantizeQ4, RampOfSixtyFourHasHandComputedBytes) {
   EXPECT_EQ(ReadU16(*q, 32), 0x4433);  // scale
   EXPECT_EQ(ReadU16(*q, 34), 0x0000);  // min
   std::vector<float> back(64);
-  DequantizeRow(q->data(), DType::kQ4, 1, 64, 64, 0, back.data());
+  DequantizeRow(q->data(), DType::kQ4, TensorLayout::kRowMajor, 1, 64, 64, 0, back.data());
   EXPECT_FLOAT_EQ(back[63], 15 * 4.19921875f);
   EXPECT_FLOAT_EQ(back[3], 4.19921875f);
 }
@@ -70,7 +70,7 @@ TEST(QuantizeQ4, PlanarLayoutOverTwoRowsAndGroups) {
   EXPECT_EQ(ReadU16(*q, 76), 0x4900);
   EXPECT_EQ(ReadU16(*q, 78), 0x4980);
   std::vector<float> back(cols);
-  DequantizeRow(q->data(), DType::kQ4, rows, cols, 32, 1, back.data());
+  DequantizeRow(q->data(), DType::kQ4, TensorLayout::kRowMajor, rows, cols, 32, 1, back.data());
   EXPECT_EQ(back[0], 10.0f);
   EXPECT_EQ(back[63], 11.0f);
 }
@@ -93,7 +93,7 @@ TEST(Quantize, F32RoundTripIsExact) {
   ASSERT_EQ(q->size(), 24u);
   std::vector<float> back(3);
   for (uint64_t r = 0; r < 2; ++r) {
-    DequantizeRow(q->data(), DType::kF32, 2, 3, 0, r, back.data());
+    DequantizeRow(q->data(), DType::kF32, TensorLayout::kRowMajor, 2, 3, 0, r, back.data());
     EXPECT_EQ(std::memcmp(back.data(), &w[r * 3], 12), 0);
   }
 }
@@ -151,7 +151,7 @@ TEST_P(BoundTest, EveryGroupWithinBound) {
   const uint32_t g = group == 0 ? 32 : group;
   std::vector<float> back(cols);
   for (uint64_t r = 0; r < rows; ++r) {
-    DequantizeRow(q->data(), dtype, rows, cols, group, r, back.data());
+    DequantizeRow(q->data(), dtype, TensorLayout::kRowMajor, rows, cols, group, r, back.data());
     for (uint64_t c0 = 0; c0 < cols; c0 += g) {
       const float* orig = &w[r * cols + c0];
       const float bound = QuantizationBound(dtype, orig, g);

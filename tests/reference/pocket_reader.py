@@ -16,6 +16,7 @@ docs/format.md is the full spec), not from the C++ reader:
       u64 nbytes}; offset is relative to the data section.
 
 Dtypes: 0 f32, 1 f16, 2 bf16, 3 q8, 4 q4 (planar layouts in dtype.h).
+Layouts: 0 row-major (planar), 1 rows16 (q4 in 16-row records, dtype.h).
 """
 
 import json
@@ -26,6 +27,7 @@ import numpy as np
 MAGIC = b"POCKET\x1a\x00"
 KIND_CONFIG, KIND_TOKENIZER, KIND_GRAPH, KIND_TENSORS, KIND_DATA = 1, 2, 3, 4, 5
 DTYPE_NAMES = {0: "f32", 1: "f16", 2: "bf16", 3: "q8", 4: "q4"}
+LAYOUT_ROW_MAJOR, LAYOUT_ROWS16 = 0, 1
 Q8_GROUP = 32
 
 
@@ -108,17 +110,42 @@ class PocketFile:
         return out
 
     def raw(self, name):
+        """A tensor's bytes in the planar layout (rows16 q4 is unpacked)."""
         t = self.tensors[name]
         start = self.data_offset + t.offset
-        return self.blob[start:start + t.nbytes]
+        raw = self.blob[start:start + t.nbytes]
+        if t.layout == LAYOUT_ROWS16:
+            if t.dtype != "q4" or t.rows % 16:
+                raise PocketFormatError(f"tensor {name}: rows16 needs q4 with rows % 16 == 0")
+            return rows16_to_planar(raw, t.rows, t.cols, t.group)
+        if t.layout != LAYOUT_ROW_MAJOR:
+            raise PocketFormatError(f"tensor {name}: unknown layout {t.layout}")
+        return raw
 
     def tensor(self, name):
         """Dequantized float32 array of a stored tensor, in its stored shape."""
         t = self.tensors[name]
-        if t.layout != 0:
-            raise PocketFormatError(f"tensor {name}: layout {t.layout} is not row-major; "
-                                    "this reader only knows layout 0")
         return dequantize(self.raw(name), t.dtype, t.rows, t.cols, t.group).reshape(t.shape)
+
+
+def rows16_to_planar(raw, rows, cols, g):
+    """The planar bytes of a rows16 q4 tensor (dtype.h): per 16-row block and
+    group a record of g/8 chunks of 64 code bytes (byte 4i+j of chunk c: row
+    i's weight 8c+j in the low nibble, 8c+4+j in the high one), then 16 f16
+    scales and 16 f16 mins."""
+    if g not in (32, 64, 128) or cols % g:
+        raise PocketFormatError(f"q4 rows16: bad group {g} for cols {cols}")
+    nb, ng = rows // 16, cols // g
+    rec = 8 * g + 64
+    a = np.frombuffer(_exact(raw, nb * ng * rec, "q4 rows16"), np.uint8).reshape(nb, ng, rec)
+    chunks = a[:, :, :8 * g].reshape(nb, ng, g // 8, 16, 4)       # [b, g, c, i, j]
+    q = np.concatenate([chunks & 0x0F, chunks >> 4], axis=-1)    # [b, g, c, i, 8]
+    q = q.transpose(0, 3, 1, 2, 4).reshape(rows, ng, g)          # [row, g, k]
+    planar_codes = (q[:, :, :g // 2] | (q[:, :, g // 2:] << 4)).astype(np.uint8)
+    meta = a[:, :, 8 * g:].reshape(nb, ng, 2, 32)                 # scales, mins
+    def halves(k):
+        return meta[:, :, k, :].reshape(nb, ng, 16, 2).transpose(0, 2, 1, 3).reshape(-1)
+    return planar_codes.tobytes() + halves(0).tobytes() + halves(1).tobytes()
 
 
 # ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: pocket convert SRC -o OUT.pocket [--quant q4|q8|f16|bf16|f32] [--group 32|64|128]\n"
-    "                      [--embed-quant TYPE] [--tokenizer FILE]\n"
+    "                      [--embed-quant TYPE] [--layout rows16|row_major] [--tokenizer FILE]\n"
     "\n"
     "  SRC             a Hugging Face model directory (config.json, *.safetensors,\n"
     "                  tokenizer.json or tokenizer.model), or a llama2.c checkpoint\n"
@@ -22,6 +22,8 @@ constexpr char kUsage[] =
     "  --quant         type of the weight matrices (default q4)\n"
     "  --group         q4 group size along the input dimension (default 64)\n"
     "  --embed-quant   type of token_embd/output (default: same as --quant)\n"
+    "  --layout        q4 byte layout: rows16 (default; what the CPU int8 kernels\n"
+    "                  read, docs/format.md) or row_major (planar)\n"
     "  --tokenizer     sentencepiece .model (required for llama2.c checkpoints)\n"
     "\n"
     "Norms and biases are always f32. Progress and a summary go to stderr.\n";
@@ -29,7 +31,8 @@ constexpr char kUsage[] =
 }  // namespace
 
 int CmdConvert(int argc, char** argv) {
-  Args args({"-o|--output", "--quant", "--group", "--embed-quant", "--tokenizer"}, {"-h|--help"});
+  Args args({"-o|--output", "--quant", "--group", "--embed-quant", "--layout", "--tokenizer"},
+            {"-h|--help"});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "pocket convert: %s\n%s", args.error().c_str(), kUsage);
     return kExitUsage;
@@ -49,6 +52,10 @@ int CmdConvert(int argc, char** argv) {
     return kExitUsage;
   }
   auto quant = ParseQuantOptions(args.Get("--quant"), args.Get("--embed-quant"), group);
+  if (quant.ok()) {
+    const Status layout = ParseLayoutOption(args.Get("--layout"), &quant.value());
+    if (!layout.ok()) quant = layout;
+  }
   if (!quant.ok()) {
     std::fprintf(stderr, "pocket convert: %s\n", quant.status().message().c_str());
     return kExitUsage;

@@ -15,13 +15,14 @@ namespace {
 constexpr char kUsage[] =
     "usage: pocket synth --preset pocket-0.3b|tiny-qwen3|tiny-llama -o OUT.pocket\n"
     "                    [--quant TYPE] [--group 32|64|128] [--embed-quant TYPE]\n"
-    "                    [--seed N] [--tokenizer FILE]\n"
+    "                    [--layout rows16|row_major] [--seed N] [--tokenizer FILE]\n"
     "\n"
     "  --preset        the shapes to synthesize\n"
     "  -o, --output    the .pocket file to write\n"
     "  --quant         type of the weight matrices (default q4)\n"
     "  --group         q4 group size (default 64)\n"
     "  --embed-quant   type of token_embd (default: same as --quant)\n"
+    "  --layout        q4 byte layout: rows16 (default) or row_major (planar)\n"
     "  --seed          random seed (default 0); the same seed gives the same bytes\n"
     "  --tokenizer     Qwen3 presets: a tokenizer.json (default: the bundled Qwen3\n"
     "                  tokenizer); tiny-llama: a sentencepiece .model (default: the\n"
@@ -41,9 +42,9 @@ std::string DefaultTokenizer(const std::string& preset) {
 }  // namespace
 
 int CmdSynth(int argc, char** argv) {
-  Args args(
-      {"--preset", "-o|--output", "--quant", "--group", "--embed-quant", "--seed", "--tokenizer"},
-      {"-h|--help"});
+  Args args({"--preset", "-o|--output", "--quant", "--group", "--embed-quant", "--layout", "--seed",
+             "--tokenizer"},
+            {"-h|--help"});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "pocket synth: %s\n%s", args.error().c_str(), kUsage);
     return kExitUsage;
@@ -65,6 +66,10 @@ int CmdSynth(int argc, char** argv) {
     return kExitUsage;
   }
   auto quant = ParseQuantOptions(args.Get("--quant"), args.Get("--embed-quant"), group);
+  if (quant.ok()) {
+    const Status layout = ParseLayoutOption(args.Get("--layout"), &quant.value());
+    if (!layout.ok()) quant = layout;
+  }
   if (!quant.ok()) {
     std::fprintf(stderr, "pocket synth: %s\n", quant.status().message().c_str());
     return kExitUsage;

@@ -11,6 +11,7 @@
 #include "backends/cpu/linear_int8.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/rows16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/backends/cpu/linear.cc"
@@ -18,6 +19,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/cpu/matvec-inl.h"
+#include "kernels/cpu/matvec_rows16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
@@ -30,6 +32,11 @@ void DecodeRows(const float* x, const float* xsum, const WeightView& w, const fl
 void PrefillRows(const float* x, size_t n, const WeightView& w, const float* bias, size_t r0,
                  size_t r1, float* scratch, float* out) {
   LinearPrefillRows(x, n, w, bias, r0, r1, scratch, out);
+}
+
+void Rows16RowsF32(const Rows16Weights& w, const float* x, const float* xsum, size_t n,
+                   const float* bias, size_t r0, size_t r1, float* out) {
+  Rows16GemvF32(w, x, xsum, n, bias, r0, r1, out);
 }
 
 void ComputeGroupSums(const float* x, size_t cols, size_t group, float* xsum) {
@@ -48,6 +55,7 @@ namespace {
 HWY_EXPORT(DecodeRows);
 HWY_EXPORT(PrefillRows);
 HWY_EXPORT(ComputeGroupSums);
+HWY_EXPORT(Rows16RowsF32);
 
 // Row blocks handed to threads are multiples of the kernels' row tile.
 constexpr size_t kRowAlign = 4;
@@ -67,9 +75,31 @@ bool ValidWeight(const WeightView& w) {
     case DType::kQ8:
       return w.cols % kQ8Group == 0;
     case DType::kQ4:
-      return (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0;
+      return (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0 &&
+             IsValidLayout(w.layout, w.dtype, w.rows);
   }
   return false;
+}
+
+// Linear with f32 activations over a rows16 q4 weight: every token's group
+// sums, then 16-row blocks per thread (kernels/cpu/matvec_rows16-inl.h).
+void LinearRows16F32(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
+                     ThreadPool* pool) {
+  const size_t groups = w.cols / w.group;
+  thread_local std::vector<float> xsum;  // reused: decode calls this hundreds of times per token
+  xsum.resize(n * groups);
+  for (size_t t = 0; t < n; ++t) {
+    HWY_DYNAMIC_DISPATCH(ComputeGroupSums)
+    (x + t * w.cols, w.cols, w.group, xsum.data() + t * groups);
+  }
+  const float* sums = xsum.data();
+  const Rows16Weights packed(w);
+  const size_t tasks = std::min(NumThreads(pool), w.rows / kRows16Block);
+  ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
+    size_t r0, r1;
+    SplitRange(w.rows, kRows16Block, tasks, task, &r0, &r1);
+    if (r0 < r1) HWY_DYNAMIC_DISPATCH(Rows16RowsF32)(packed, x, sums, n, bias, r0, r1, out);
+  });
 }
 
 }  // namespace
@@ -85,6 +115,7 @@ void Linear(const float* x, size_t n, const WeightView& w, const float* bias, fl
     return;
   }
   if (GetQuantMath() == QuantMath::kInt8 && LinearInt8(x, n, w, bias, out, pool)) return;
+  if (w.layout == TensorLayout::kRows16) return LinearRows16F32(x, n, w, bias, out, pool);
   const size_t tasks = std::min(NumThreads(pool), (w.rows + kRowAlign - 1) / kRowAlign);
   if (n == 1) {
     // Reused across calls: decode runs Linear hundreds of times per token.

@@ -24,6 +24,7 @@ HWY_PUSH_ATTRIBUTES("avx512vnni")
 #include "kernels/cpu/act_quant-inl.h"
 #include "kernels/cpu/int8_dot-inl.h"
 #include "kernels/cpu/matvec_int8-inl.h"
+#include "kernels/cpu/matvec_rows16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
@@ -48,6 +49,20 @@ void PrefillRowsInt8(const QuantizedRows& w, const QuantizedActs& a, size_t n, c
 #endif
 }
 
+void Rows16DecodeInt8(const Rows16Weights& w, const QuantizedActs& a, const float* bias, size_t r0,
+                      size_t r1, float* out) {
+#if POCKET_INT8_DOT
+  Rows16GemvInt8(w, a, bias, r0, r1, out);
+#endif
+}
+
+void Rows16PrefillInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                       size_t r0, size_t r1, float* out) {
+#if POCKET_INT8_DOT
+  Rows16GemmInt8(w, a, n, bias, r0, r1, out);
+#endif
+}
+
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -62,10 +77,13 @@ HWY_EXPORT(HasInt8Dot);
 HWY_EXPORT(QuantizeRow);
 HWY_EXPORT(DecodeRowsInt8);
 HWY_EXPORT(PrefillRowsInt8);
+HWY_EXPORT(Rows16DecodeInt8);
+HWY_EXPORT(Rows16PrefillInt8);
 
 namespace {
 
-// Thread ranges are multiples of the kernels' 4-row blocks.
+// Thread ranges are multiples of the kernels' 4-row blocks (planar) or of
+// the layout's 16-row blocks (rows16).
 constexpr size_t kRowAlign = 4;
 // Row tasks per thread: a thread that finishes early (or a worker the OS
 // runs late) leaves part of its range to be taken by the others, rather
@@ -110,12 +128,29 @@ bool LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias
        s + t * rows.groups);
     }
   });
+  const bool rows16 = w.layout == TensorLayout::kRows16;
+  const size_t align = rows16 ? kRows16Block : kRowAlign;
   const size_t tasks =
-      threads == 1 ? 1 : std::min(threads * kTasksPerThread, (w.rows + kRowAlign - 1) / kRowAlign);
+      threads == 1 ? 1 : std::min(threads * kTasksPerThread, (w.rows + align - 1) / align);
   ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
     size_t r0, r1;
-    SplitRange(w.rows, kRowAlign, tasks, task, &r0, &r1);
+    SplitRange(w.rows, align, tasks, task, &r0, &r1);
     if (r0 >= r1) return;
+    if (rows16) {
+      const Rows16Weights packed(w);
+      if (n == 1) {
+        HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8)(packed, acts, bias, r0, r1, out);
+        return;
+      }
+      for (size_t t = 0; t < n; t += kTokenChunk) {
+        const size_t chunk = std::min(kTokenChunk, n - t);
+        const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
+                                 acts.s + t * rows.groups};
+        HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8)
+        (packed, part, chunk, bias, r0, r1, out + t * w.rows);
+      }
+      return;
+    }
     if (n == 1) {
       HWY_DYNAMIC_DISPATCH(DecodeRowsInt8)(rows, acts, bias, r0, r1, out);
       return;

@@ -1,5 +1,7 @@
 #include "backends/cpu/reference_ops.h"
 
+#include "quant/rows16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -113,6 +115,13 @@ void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* val
 
 void DequantizeRow(const WeightView& w, size_t row, float* out) {
   const size_t cols = w.cols;
+  if (w.layout == TensorLayout::kRows16) {
+    for (size_t j = 0; j < cols; ++j) {
+      const Q4Element e = Rows16Element(w.data, cols, w.group, row, j);
+      out[j] = F16ToF32(e.scale_f16) * static_cast<float>(e.code) + F16ToF32(e.min_f16);
+    }
+    return;
+  }
   switch (w.dtype) {
     case DType::kF32:
       std::memcpy(out, w.data + row * cols * 4, cols * 4);
@@ -186,11 +195,25 @@ void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, f
 
 void LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias, float* out) {
   const bool q4 = w.dtype == DType::kQ4;
+  const bool rows16 = w.layout == TensorLayout::kRows16;
   const size_t group = q4 ? w.group : kQ8Group;
   const size_t groups = w.cols / group;
   const size_t code_bytes = q4 ? w.cols / 2 : w.cols;
   const uint8_t* scales = w.data + w.rows * code_bytes;
   const uint8_t* mins = scales + w.rows * groups * 2;
+  // Weight (r, col) as stored: its code and its group's f16 scale and min.
+  auto element = [&](size_t r, size_t col) {
+    if (rows16) return Rows16Element(w.data, w.cols, w.group, r, col);
+    const size_t g = col / group, j = col % group, at = (r * groups + g) * 2;
+    Q4Element e{0, LoadU16(scales + at), q4 ? LoadU16(mins + at) : uint16_t{0}};
+    if (q4) {
+      const uint8_t byte = w.data[r * code_bytes + g * group / 2 + j % (group / 2)];
+      e.code = j < group / 2 ? (byte & 0xF) : (byte >> 4);
+    } else {
+      e.code = w.data[r * code_bytes + col];
+    }
+    return e;
+  };
   std::vector<int8_t> q(w.cols);
   std::vector<float> d(groups), s(groups);
   for (size_t t = 0; t < n; ++t) {
@@ -199,21 +222,16 @@ void LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias
       double sum = 0.0;
       for (size_t g = 0; g < groups; ++g) {
         int64_t dot = 0;
+        Q4Element first{};
         for (size_t j = 0; j < group; ++j) {
           const size_t col = g * group + j;
-          int code;
-          if (q4) {
-            const uint8_t byte = w.data[r * code_bytes + g * group / 2 + j % (group / 2)];
-            code = j < group / 2 ? (byte & 0xF) : (byte >> 4);
-          } else {
-            code = static_cast<int8_t>(w.data[r * code_bytes + col]);
-          }
+          const Q4Element e = element(r, col);
+          if (j == 0) first = e;
+          const int code = q4 ? e.code : static_cast<int8_t>(e.code);
           dot += static_cast<int64_t>(code) * q[col];
         }
-        const size_t at = (r * groups + g) * 2;
-        sum +=
-            static_cast<double>(F16ToF32(LoadU16(scales + at))) * d[g] * static_cast<double>(dot);
-        if (q4) sum += static_cast<double>(F16ToF32(LoadU16(mins + at))) * s[g];
+        sum += static_cast<double>(F16ToF32(first.scale_f16)) * d[g] * static_cast<double>(dot);
+        if (q4) sum += static_cast<double>(F16ToF32(first.min_f16)) * s[g];
       }
       out[t * w.rows + r] = static_cast<float>(sum) + (bias ? bias[r] : 0.0f);
     }

@@ -1,9 +1,13 @@
 #include "backends/opencl/weights.h"
 
+#include <vector>
+
+#include "quant/rows16.h"
+
 namespace pocket::opencl {
 
-StatusOr<const Buffer*> WeightStore::UploadBytes(const void* data, size_t bytes) {
-  auto it = buffers_.find(data);
+StatusOr<const Buffer*> WeightStore::UploadBytes(const void* key, const void* data, size_t bytes) {
+  auto it = buffers_.find(key);
   if (it != buffers_.end()) {
     if (it->second->bytes() < bytes) {
       return Errorf(StatusCode::kInternal,
@@ -17,7 +21,7 @@ StatusOr<const Buffer*> WeightStore::UploadBytes(const void* data, size_t bytes)
   bytes_ += bytes;
   auto stored = std::make_unique<Buffer>(std::move(buffer));
   const Buffer* result = stored.get();
-  buffers_.emplace(data, std::move(stored));
+  buffers_.emplace(key, std::move(stored));
   return result;
 }
 
@@ -33,7 +37,16 @@ StatusOr<DeviceWeight> WeightStore::Upload(const cpu::WeightView& w) {
                   "weight [%zu, %zu] is too large for the OpenCL kernels (over 2^32 elements)",
                   w.rows, w.cols);
   }
-  POCKET_ASSIGN_OR_RETURN(const Buffer* buffer, UploadBytes(w.data, static_cast<size_t>(bytes)));
+  // The OpenCL kernels read planar q4: a rows16 weight is unpacked into a
+  // host copy that lives only until the upload.
+  std::vector<uint8_t> planar;
+  const void* src = w.data;
+  if (w.layout == TensorLayout::kRows16 && buffers_.find(w.data) == buffers_.end()) {
+    planar = UnpackQ4Rows16(w.data, w.rows, w.cols, w.group);
+    src = planar.data();
+  }
+  POCKET_ASSIGN_OR_RETURN(const Buffer* buffer,
+                          UploadBytes(w.data, src, static_cast<size_t>(bytes)));
   DeviceWeight d;
   d.buffer = buffer;
   d.dtype = w.dtype;
@@ -44,7 +57,7 @@ StatusOr<DeviceWeight> WeightStore::Upload(const cpu::WeightView& w) {
 }
 
 StatusOr<const Buffer*> WeightStore::UploadF32(const float* data, size_t count) {
-  return UploadBytes(data, count * sizeof(float));
+  return UploadBytes(data, data, count * sizeof(float));
 }
 
 }  // namespace pocket::opencl

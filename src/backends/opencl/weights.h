@@ -24,7 +24,7 @@ class WeightStore {
   size_t bytes() const { return bytes_; }
 
  private:
-  StatusOr<const Buffer*> UploadBytes(const void* data, size_t bytes);
+  StatusOr<const Buffer*> UploadBytes(const void* key, const void* data, size_t bytes);
 
   Context* ctx_;
   // unique_ptr: DeviceWeight and callers keep Buffer pointers across inserts.

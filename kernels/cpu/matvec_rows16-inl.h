@@ -1,0 +1,243 @@
+// Linear over q4 weights in the rows16 layout (format/dtype.h): a vector of
+// int32 lanes holds L <= 16 rows ("a lane block"; AVX-512 16, AVX2 8, NEON
+// and SSE4 4), and each 32-bit lane of a 64-byte code chunk is 8 weights of
+// its row. One step broadcasts 4 activations to every lane and adds their
+// products with 4 weights of each row, so a group needs no reduction across
+// lanes and no shuffles: per group and lane block the int32 sums are
+// converted once and scaled by the rows' (f16) scales, which lie beside the
+// codes in the same record.
+//
+// With int8 activations (act_quant-inl.h: codes xq, scale dx, exact sum xs
+// per group), row r of one token is
+//   sum_g  s_rg dx_g (sum_k q_rk xq_k)  +  m_rg xs_g,
+// the integer sums made by int8_dot-inl.h's DotU7. Decode runs two lane
+// blocks at once with separate low/high-nibble accumulators (four
+// independent dot chains hide the dot latency); prefill tiles one lane block
+// by 4 tokens, so each chunk is loaded and split into nibbles once for 4
+// tokens.
+//
+// With f32 activations (the exact path, and targets without an int8 dot) the
+// nibbles are widened to f32 lanes and multiplied by broadcast activations:
+//   sum_g  s_rg (sum_k q_rk x_k)  +  m_rg (sum_k x_k).
+
+#if defined(POCKET_KERNELS_CPU_MATVEC_ROWS16_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POCKET_KERNELS_CPU_MATVEC_ROWS16_INL_H_
+#undef POCKET_KERNELS_CPU_MATVEC_ROWS16_INL_H_
+#else
+#define POCKET_KERNELS_CPU_MATVEC_ROWS16_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstring>
+
+#include <hwy/highway.h>
+
+#include "backends/cpu/linear_int8.h"
+#include "backends/cpu/rows16.h"
+#include "kernels/cpu/int8_dot-inl.h"
+#include "kernels/cpu/load-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pocket::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Lanes are rows: at most one 16-row block per vector.
+using Rows16Tag = hn::CappedTag<int32_t, kRows16Block>;
+
+// Where lane block [r, r + L) of a rows16 tensor lives in group g's record.
+struct Rows16Lanes {
+  const uint8_t* codes;  // chunk c at codes + 64 c, 4 L bytes
+  const hwy::float16_t* scales;
+  const hwy::float16_t* mins;
+};
+
+HWY_INLINE Rows16Lanes LanesAt(const Rows16Weights& w, size_t r, size_t g) {
+  const uint8_t* record = w.Record(r / kRows16Block, g);
+  const size_t first = r % kRows16Block;
+  const uint8_t* meta = record + 8 * w.group;
+  return Rows16Lanes{record + 4 * first, reinterpret_cast<const hwy::float16_t*>(meta) + first,
+                     reinterpret_cast<const hwy::float16_t*>(meta) + kRows16Block + first};
+}
+
+// out[r, r + L) = acc (+ bias), for each of the L rows.
+template <class DF>
+HWY_INLINE void StoreRows(DF df, hn::Vec<DF> acc, const float* bias, size_t r, float* out) {
+  if (bias) acc = hn::Add(acc, hn::LoadU(df, bias + r));
+  hn::StoreU(acc, df, out + r);
+}
+
+#if POCKET_INT8_DOT
+
+// 4 int8 activations as one int32 broadcast to every lane.
+template <class D8>
+HWY_INLINE hn::Vec<D8> Broadcast4(D8 d8, const int8_t* HWY_RESTRICT x) {
+  int32_t quad;
+  std::memcpy(&quad, x, 4);
+  return hn::BitCast(d8, hn::Set(hn::Repartition<int32_t, D8>(), quad));
+}
+
+// One group of a lane block with one token: adds the low and high nibble dot
+// products of the G / 8 chunks into lo and hi.
+template <class D32, class V = hn::Vec<D32>>
+HWY_INLINE void GroupDot(D32 d32, const uint8_t* HWY_RESTRICT codes, const int8_t* HWY_RESTRICT x,
+                         size_t group, V& lo, V& hi) {
+  const hn::Repartition<uint8_t, D32> du8;
+  const hn::Repartition<int8_t, D32> di8;
+  const auto low4 = hn::Set(du8, 0x0F);
+  for (size_t c = 0; c < group / 8; ++c) {
+    const auto bytes = hn::LoadU(du8, codes + 64 * c);
+    lo = DotU7(hn::And(bytes, low4), Broadcast4(di8, x + 8 * c), lo);
+    hi = DotU7(hn::ShiftRight<4>(bytes), Broadcast4(di8, x + 8 * c + 4), hi);
+  }
+}
+
+// acc += float(lo + hi) * scales * dx + mins * xs: one group's contribution.
+template <class DF, class V32 = hn::Vec<hn::RebindToSigned<DF>>>
+HWY_INLINE hn::Vec<DF> ScaleGroup(DF df, const Rows16Lanes& p, V32 lo, V32 hi, float dx, float xs,
+                                  hn::Vec<DF> acc) {
+  const auto sums = hn::ConvertTo(df, hn::Add(lo, hi));
+  acc = hn::MulAdd(sums, hn::Mul(LoadF32(df, p.scales), hn::Set(df, dx)), acc);
+  return hn::MulAdd(LoadF32(df, p.mins), hn::Set(df, xs), acc);
+}
+
+// Rows [r0, r1) of one token; r0 and r1 are multiples of 16.
+HWY_INLINE void Rows16GemvInt8(const Rows16Weights& w, const QuantizedActs& a, const float* bias,
+                               size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const size_t L = hn::Lanes(d32);
+  size_t r = r0;
+  for (; r + 2 * L <= r1; r += 2 * L) {
+    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const Rows16Lanes p0 = LanesAt(w, r, g), p1 = LanesAt(w, r + L, g);
+      auto lo0 = hn::Zero(d32), hi0 = hn::Zero(d32), lo1 = hn::Zero(d32), hi1 = hn::Zero(d32);
+      const int8_t* x = a.q + g * w.group;
+      GroupDot(d32, p0.codes, x, w.group, lo0, hi0);
+      GroupDot(d32, p1.codes, x, w.group, lo1, hi1);
+      acc0 = ScaleGroup(df, p0, lo0, hi0, a.d[g], a.s[g], acc0);
+      acc1 = ScaleGroup(df, p1, lo1, hi1, a.d[g], a.s[g], acc1);
+    }
+    StoreRows(df, acc0, bias, r, out);
+    StoreRows(df, acc1, bias, r + L, out);
+  }
+  for (; r < r1; r += L) {
+    auto acc = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const Rows16Lanes p = LanesAt(w, r, g);
+      auto lo = hn::Zero(d32), hi = hn::Zero(d32);
+      GroupDot(d32, p.codes, a.q + g * w.group, w.group, lo, hi);
+      acc = ScaleGroup(df, p, lo, hi, a.d[g], a.s[g], acc);
+    }
+    StoreRows(df, acc, bias, r, out);
+  }
+}
+
+// Rows [r0, r1) of out[n, w.rows] for n tokens, in tiles of one lane block
+// by 4 tokens: 8 int32 and 4 f32 accumulators plus the two nibble vectors
+// and two broadcasts fit the 16 registers of AVX2.
+HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                               const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::Repartition<uint8_t, Rows16Tag> du8;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  const size_t L = hn::Lanes(d32);
+  const auto low4 = hn::Set(du8, 0x0F);
+  for (size_t r = r0; r < r1; r += L) {
+    for (size_t t = 0; t < n; t += 4) {
+      const int8_t* x[4];
+      const float* dx[4];
+      const float* xs[4];
+      for (size_t k = 0; k < 4; ++k) {
+        const size_t tok = std::min(t + k, n - 1);
+        x[k] = a.q + tok * w.cols;
+        dx[k] = a.d + tok * w.groups;
+        xs[k] = a.s + tok * w.groups;
+      }
+      auto f0 = hn::Zero(df), f1 = hn::Zero(df), f2 = hn::Zero(df), f3 = hn::Zero(df);
+      for (size_t g = 0; g < w.groups; ++g) {
+        const Rows16Lanes p = LanesAt(w, r, g);
+        auto lo0 = hn::Zero(d32), hi0 = hn::Zero(d32), lo1 = hn::Zero(d32), hi1 = hn::Zero(d32);
+        auto lo2 = hn::Zero(d32), hi2 = hn::Zero(d32), lo3 = hn::Zero(d32), hi3 = hn::Zero(d32);
+        const size_t k0 = g * w.group;
+        for (size_t c = 0; c < w.group / 8; ++c) {
+          const auto bytes = hn::LoadU(du8, p.codes + 64 * c);
+          const auto lo = hn::And(bytes, low4);
+          const auto hi = hn::ShiftRight<4>(bytes);
+          const size_t k = k0 + 8 * c;
+          lo0 = DotU7(lo, Broadcast4(di8, x[0] + k), lo0);
+          hi0 = DotU7(hi, Broadcast4(di8, x[0] + k + 4), hi0);
+          lo1 = DotU7(lo, Broadcast4(di8, x[1] + k), lo1);
+          hi1 = DotU7(hi, Broadcast4(di8, x[1] + k + 4), hi1);
+          lo2 = DotU7(lo, Broadcast4(di8, x[2] + k), lo2);
+          hi2 = DotU7(hi, Broadcast4(di8, x[2] + k + 4), hi2);
+          lo3 = DotU7(lo, Broadcast4(di8, x[3] + k), lo3);
+          hi3 = DotU7(hi, Broadcast4(di8, x[3] + k + 4), hi3);
+        }
+        f0 = ScaleGroup(df, p, lo0, hi0, dx[0][g], xs[0][g], f0);
+        f1 = ScaleGroup(df, p, lo1, hi1, dx[1][g], xs[1][g], f1);
+        f2 = ScaleGroup(df, p, lo2, hi2, dx[2][g], xs[2][g], f2);
+        f3 = ScaleGroup(df, p, lo3, hi3, dx[3][g], xs[3][g], f3);
+      }
+      StoreRows(df, f0, bias, r, out + t * w.rows);
+      if (t + 1 < n) StoreRows(df, f1, bias, r, out + (t + 1) * w.rows);
+      if (t + 2 < n) StoreRows(df, f2, bias, r, out + (t + 2) * w.rows);
+      if (t + 3 < n) StoreRows(df, f3, bias, r, out + (t + 3) * w.rows);
+    }
+  }
+}
+
+#endif  // POCKET_INT8_DOT
+
+// Nibble `kNibble` (0..7, little-endian) of every 32-bit lane as f32.
+template <int kNibble, class DF, class VU = hn::Vec<hn::RebindToUnsigned<DF>>>
+HWY_INLINE hn::Vec<DF> NibbleF32(DF df, VU quads) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto code = hn::And(hn::ShiftRight<4 * kNibble>(quads), hn::Set(du, 0xF));
+  return hn::ConvertTo(df, hn::BitCast(di, code));
+}
+
+// Rows [r0, r1) (multiples of 16) of out[n, w.rows] with f32 activations
+// x[n, w.cols] and their group sums xsum[n, w.groups]. A lane block's
+// records stay in L1 while the tokens pass over them.
+HWY_INLINE void Rows16GemvF32(const Rows16Weights& w, const float* HWY_RESTRICT x,
+                              const float* HWY_RESTRICT xsum, size_t n, const float* bias,
+                              size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const size_t L = hn::Lanes(df);
+  for (size_t r = r0; r < r1; r += L) {
+    for (size_t t = 0; t < n; ++t) {
+      const float* xt = x + t * w.cols;
+      auto acc = hn::Zero(df);
+      for (size_t g = 0; g < w.groups; ++g) {
+        const Rows16Lanes p = LanesAt(w, r, g);
+        auto dot0 = hn::Zero(df), dot1 = hn::Zero(df);
+        for (size_t c = 0; c < w.group / 8; ++c) {
+          // u32 loads: one lane per row (also on the 1-lane scalar target).
+          const auto q = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p.codes + 64 * c));
+          const float* xk = xt + g * w.group + 8 * c;
+          // Low nibbles of bytes 0..3 are weights k..k+3, high ones k+4..k+7.
+          dot0 = hn::MulAdd(NibbleF32<0>(df, q), hn::Set(df, xk[0]), dot0);
+          dot1 = hn::MulAdd(NibbleF32<1>(df, q), hn::Set(df, xk[4]), dot1);
+          dot0 = hn::MulAdd(NibbleF32<2>(df, q), hn::Set(df, xk[1]), dot0);
+          dot1 = hn::MulAdd(NibbleF32<3>(df, q), hn::Set(df, xk[5]), dot1);
+          dot0 = hn::MulAdd(NibbleF32<4>(df, q), hn::Set(df, xk[2]), dot0);
+          dot1 = hn::MulAdd(NibbleF32<5>(df, q), hn::Set(df, xk[6]), dot1);
+          dot0 = hn::MulAdd(NibbleF32<6>(df, q), hn::Set(df, xk[3]), dot0);
+          dot1 = hn::MulAdd(NibbleF32<7>(df, q), hn::Set(df, xk[7]), dot1);
+        }
+        acc = hn::MulAdd(hn::Add(dot0, dot1), LoadF32(df, p.scales), acc);
+        acc = hn::MulAdd(LoadF32(df, p.mins), hn::Set(df, xsum[t * w.groups + g]), acc);
+      }
+      StoreRows(df, acc, bias, r, out + t * w.rows);
+    }
+  }
+}
+
+}  // namespace pocket::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // POCKET_KERNELS_CPU_MATVEC_ROWS16_INL_H_
