@@ -1,6 +1,7 @@
 // CPU op micro-benchmarks at the MNN-Pocket-0.3B shapes: q4 g64 GEMV (decode,
 // reported as GB/s of weight bytes streamed), prefill Linear with 64 tokens
-// (GFLOP/s), each with f32 and int8 activations (QuantMath), decode
+// (GFLOP/s), each with f32 and int8 activations (QuantMath) and in both the
+// planar and the rows16 layout, decode
 // attention over 512 cached positions, and the cost of one empty
 // ParallelFor (decode issues ~250 per token).
 #include <benchmark/benchmark.h>
@@ -12,6 +13,7 @@
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/thread_pool.h"
+#include "quant/rows16.h"
 #include "util/fp16.h"
 
 namespace pocket::cpu {
@@ -41,13 +43,17 @@ std::vector<float> RandomActivations(size_t count) {
   return v;
 }
 
-// args: rows (out), cols (in), threads, tokens, int8 (QuantMath::kInt8 if 1).
+// args: rows (out), cols (in), threads, tokens, int8 (QuantMath::kInt8 if 1),
+// rows16 (the layout the converter writes if 1, planar if 0).
 void RunLinear(benchmark::State& state) {
   const size_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   SetQuantMath(state.range(4) ? QuantMath::kInt8 : QuantMath::kF32);
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(2)), false});
-  const std::vector<uint8_t> weight = RandomQ4(rows, cols);
-  const WeightView w{weight.data(), DType::kQ4, kGroup, rows, cols};
+  const bool rows16 = state.range(5) != 0;
+  std::vector<uint8_t> weight = RandomQ4(rows, cols);
+  if (rows16) weight = PackQ4Rows16(weight.data(), rows, cols, kGroup);
+  const WeightView w{weight.data(), DType::kQ4, kGroup, rows, cols,
+                     rows16 ? TensorLayout::kRows16 : TensorLayout::kRowMajor};
   const std::vector<float> x = RandomActivations(n * cols);
   std::vector<float> out(n * rows);
   for (auto _ : state) {
@@ -62,21 +68,25 @@ void RunLinear(benchmark::State& state) {
 }
 
 void GemvShapes(benchmark::internal::Benchmark* b) {
-  for (int int8 : {0, 1}) {
-    for (int threads : {1, 2}) {
-      for (auto [in, out] :
-           {std::pair{896, 896}, {896, 128}, {896, 2560}, {2560, 896}, {896, 65536}}) {
-        b->Args({out, in, threads, 1, int8});
+  for (int rows16 : {0, 1}) {
+    for (int int8 : {0, 1}) {
+      for (int threads : {1, 2}) {
+        for (auto [in, out] :
+             {std::pair{896, 896}, {896, 128}, {896, 2560}, {2560, 896}, {896, 65536}}) {
+          b->Args({out, in, threads, 1, int8, rows16});
+        }
       }
     }
   }
 }
 
 void PrefillShapes(benchmark::internal::Benchmark* b) {
-  for (int int8 : {0, 1}) {
-    for (int threads : {1, 2}) {
-      for (auto [in, out] : {std::pair{896, 896}, {896, 2560}, {2560, 896}}) {
-        b->Args({out, in, threads, 64, int8});
+  for (int rows16 : {0, 1}) {
+    for (int int8 : {0, 1}) {
+      for (int threads : {1, 2}) {
+        for (auto [in, out] : {std::pair{896, 896}, {896, 2560}, {2560, 896}}) {
+          b->Args({out, in, threads, 64, int8, rows16});
+        }
       }
     }
   }
@@ -84,12 +94,12 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(RunLinear)
     ->Name("GemvQ4G64")
-    ->ArgNames({"rows", "cols", "threads", "n", "int8"})
+    ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
     ->Apply(GemvShapes)
     ->UseRealTime();
 BENCHMARK(RunLinear)
     ->Name("PrefillQ4G64")
-    ->ArgNames({"rows", "cols", "threads", "n", "int8"})
+    ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
     ->Apply(PrefillShapes)
     ->UseRealTime();
 

@@ -29,6 +29,8 @@ namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kScoreBlock = 64;
+// Largest head the grouped kernel's scratch is sized for.
+constexpr size_t kMaxGroupHeadDim = 256;
 
 // out[count] = exp(s[count] - max) in place; returns their sum.
 HWY_INLINE float ExpShifted(float* HWY_RESTRICT s, size_t count, float max) {
@@ -180,6 +182,123 @@ HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t
   }
   const float inv = 1.0f / running_sum;
   for (size_t j = 0; j < head_dim; ++j) out[j] *= inv;
+}
+
+// ---------------------------------------------------------------------------
+// Grouped attention (f32 and f16 caches): the query rows that share one kv
+// head (the GQA group of every token of a token block) pass over the cache
+// together. Each block of kScoreBlock positions is widened to f32 once into
+// kb/vb and then serves every row; a row keeps its output in registers while
+// it adds the block's weighted V rows. The arithmetic per row is that of
+// AttendHead.
+
+// The widened K and V rows of one position block, and the rows' softmax
+// state: kb, vb hold kScoreBlock * head_dim floats each; max, sum one float
+// per row.
+struct GroupScratch {
+  float* kb;
+  float* vb;
+  float* max;
+  float* sum;
+};
+
+// Whether AttendGroup handles this head size: whole vectors of the tag it uses.
+HWY_INLINE bool GroupHeadDimOk(size_t head_dim) {
+  const hn::CappedTag<float, 16> d;
+  return head_dim % hn::Lanes(d) == 0 && head_dim <= kMaxGroupHeadDim;
+}
+
+// out_row[head_dim] += sum_p w[p] * vb[p, :] for p < count, in chunks of up
+// to 4 vectors held in registers across the positions.
+template <class D>
+HWY_INLINE void AccumulateV(D d, const float* HWY_RESTRICT w, const float* HWY_RESTRICT vb,
+                            size_t count, size_t head_dim, float* HWY_RESTRICT out_row) {
+  const size_t N = hn::Lanes(d);
+  size_t c = 0;
+  for (; c + 4 * N <= head_dim; c += 4 * N) {
+    auto a0 = hn::LoadU(d, out_row + c), a1 = hn::LoadU(d, out_row + c + N);
+    auto a2 = hn::LoadU(d, out_row + c + 2 * N), a3 = hn::LoadU(d, out_row + c + 3 * N);
+    for (size_t p = 0; p < count; ++p) {
+      const auto wp = hn::Set(d, w[p]);
+      const float* v = vb + p * head_dim + c;
+      a0 = hn::MulAdd(wp, hn::LoadU(d, v), a0);
+      a1 = hn::MulAdd(wp, hn::LoadU(d, v + N), a1);
+      a2 = hn::MulAdd(wp, hn::LoadU(d, v + 2 * N), a2);
+      a3 = hn::MulAdd(wp, hn::LoadU(d, v + 3 * N), a3);
+    }
+    hn::StoreU(a0, d, out_row + c);
+    hn::StoreU(a1, d, out_row + c + N);
+    hn::StoreU(a2, d, out_row + c + 2 * N);
+    hn::StoreU(a3, d, out_row + c + 3 * N);
+  }
+  for (; c < head_dim; c += N) {
+    auto a = hn::LoadU(d, out_row + c);
+    for (size_t p = 0; p < count; ++p) {
+      a = hn::MulAdd(hn::Set(d, w[p]), hn::LoadU(d, vb + p * head_dim + c), a);
+    }
+    hn::StoreU(a, d, out_row + c);
+  }
+}
+
+// q . k over head_dim floats (whole vectors).
+template <class D>
+HWY_INLINE float DotF32(D d, const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                        size_t head_dim) {
+  const size_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
+  size_t c = 0;
+  for (; c + 2 * N <= head_dim; c += 2 * N) {
+    a0 = hn::MulAdd(hn::LoadU(d, q + c), hn::LoadU(d, k + c), a0);
+    a1 = hn::MulAdd(hn::LoadU(d, q + c + N), hn::LoadU(d, k + c + N), a1);
+  }
+  if (c < head_dim) a0 = hn::MulAdd(hn::LoadU(d, q + c), hn::LoadU(d, k + c), a0);
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+}
+
+// Rows [0, rows) of one kv head: row i has query q_rows[i], attends the
+// positions [0, lens[i]) and writes out_rows[i] (all head_dim floats).
+template <typename T>
+HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens,
+                            float* const* out_rows, size_t rows, const KvView& kv,
+                            size_t kv_offset, size_t head_dim, float scale,
+                            const GroupScratch& s) {
+  const hn::CappedTag<float, 16> d;
+  const size_t N = hn::Lanes(d);
+  size_t max_len = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    max_len = std::max(max_len, lens[i]);
+    s.max[i] = -INFINITY;
+    s.sum[i] = 0.0f;
+    std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
+  }
+  float scores[kScoreBlock];
+  for (size_t p0 = 0; p0 < max_len; p0 += kScoreBlock) {
+    const size_t count = std::min(kScoreBlock, max_len - p0);
+    for (size_t p = 0; p < count; ++p) {
+      const T* k = KvHeadRow<T>(kv, kv.k_pages, p0 + p, kv_offset);
+      const T* v = KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset);
+      for (size_t c = 0; c < head_dim; c += N) {
+        hn::StoreU(LoadF32(d, k + c), d, s.kb + p * head_dim + c);
+        hn::StoreU(LoadF32(d, v + c), d, s.vb + p * head_dim + c);
+      }
+    }
+    for (size_t i = 0; i < rows; ++i) {
+      if (lens[i] <= p0) continue;
+      const size_t n = std::min(count, lens[i] - p0);
+      float block_max = -INFINITY;
+      for (size_t p = 0; p < n; ++p) {
+        scores[p] = DotF32(d, q_rows[i], s.kb + p * head_dim, head_dim) * scale;
+        block_max = std::max(block_max, scores[p]);
+      }
+      const float new_max = std::max(s.max[i], block_max);
+      const float correction = std::exp(s.max[i] - new_max);
+      s.sum[i] = s.sum[i] * correction + ExpShifted(scores, n, new_max);
+      if (correction != 1.0f) ScaleRow(out_rows[i], correction, head_dim);
+      AccumulateV(d, scores, s.vb, n, head_dim, out_rows[i]);
+      s.max[i] = new_max;
+    }
+  }
+  for (size_t i = 0; i < rows; ++i) ScaleRow(out_rows[i], 1.0f / s.sum[i], head_dim);
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE

@@ -94,6 +94,8 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kQ8, 16, 0, 1, 4, 4, 64},     {KvType::kQ8, 7, 40, 9, 4, 2, 20},
       {KvType::kQ8, 16, 100, 1, 14, 2, 64},  {KvType::kQ8, 5, 13, 4, 7, 1, 17},
       {KvType::kQ8, 32, 0, 70, 7, 1, 32},
+      // Several 64-position blocks and 16-token tasks with a long past.
+      {KvType::kF16, 64, 150, 40, 14, 2, 64}, {KvType::kF32, 16, 70, 33, 8, 2, 128},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
 }
@@ -105,6 +107,7 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kF16, 16, 37, 5, 14, 2, 64}, &pool, rng);
     CheckAttention({KvType::kF32, 8, 3, 1, 4, 4, 16}, &pool, rng);
     CheckAttention({KvType::kQ8, 16, 37, 5, 14, 2, 64}, &pool, rng);
+    CheckAttention({KvType::kF16, 64, 90, 50, 14, 2, 64}, &pool, rng);
   }
 }
 

@@ -1,6 +1,8 @@
 // The KV cache ops of ops.h: row storage (f32, f16, q8), KvAppend, KvShift
-// and Attention. Attention spreads (token, head) pairs over the pool; each
-// pair runs the one-pass kernel of kernels/cpu/attention-inl.h.
+// and Attention. Attention over f32/f16 caches gives each thread the query
+// rows of one kv head and a block of tokens (AttendGroup of
+// kernels/cpu/attention-inl.h); q8 caches spread (token, head) pairs, each
+// running the one-pass AttendHead.
 
 #include <algorithm>
 #include <cmath>
@@ -43,6 +45,20 @@ void AttendHeadKernel(const float* q, const KvView& kv, size_t len, size_t kv_of
   }
 }
 
+bool GroupSupported(size_t head_dim) { return GroupHeadDimOk(head_dim); }
+
+void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
+                       size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
+                       float scale, float* kb, float* vb, float* max, float* sum) {
+  const GroupScratch scratch{kb, vb, max, sum};
+  if (kv.type == KvType::kF32) {
+    AttendGroup<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, scratch);
+  } else {
+    AttendGroup<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
+                                scratch);
+  }
+}
+
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -50,8 +66,15 @@ HWY_AFTER_NAMESPACE();
 namespace pocket::cpu {
 
 HWY_EXPORT(AttendHeadKernel);
+HWY_EXPORT(GroupSupported);
+HWY_EXPORT(AttendGroupKernel);
 
 namespace {
+
+// Tokens per grouped-attention task, and the positions of one widened K/V
+// block (the kernel's kScoreBlock).
+constexpr size_t kAttentionTokenBlock = 16;
+constexpr size_t kGroupBlock = 64;
 
 size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
@@ -213,6 +236,41 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
   }
   const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  if (kv.type != KvType::kQ8 && HWY_DYNAMIC_DISPATCH(GroupSupported)(head_dim)) {
+    // One task per (kv head, block of tokens): its rows share every widened
+    // K/V block. Later token blocks attend more positions, so they come
+    // first and the short ones even out the threads at the end.
+    const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
+    ParallelOrInline(pool, n_kv_heads * token_blocks, [&](size_t task, size_t) {
+      const size_t block = token_blocks - 1 - task / n_kv_heads;
+      const size_t h = task % n_kv_heads;
+      const size_t t0 = block * kAttentionTokenBlock;
+      const size_t t1 = std::min(n, t0 + kAttentionTokenBlock);
+      const size_t rows = (t1 - t0) * group;
+      thread_local std::vector<float> buffer;
+      thread_local std::vector<const float*> q_rows;
+      thread_local std::vector<float*> out_rows;
+      thread_local std::vector<size_t> lens;
+      buffer.resize(2 * kGroupBlock * head_dim + 2 * rows);
+      q_rows.clear();
+      out_rows.clear();
+      lens.clear();
+      for (size_t t = t0; t < t1; ++t) {
+        for (size_t g = 0; g < group; ++g) {
+          const size_t at = (t * n_heads + h * group + g) * head_dim;
+          q_rows.push_back(q + at);
+          out_rows.push_back(out + at);
+          lens.push_back(n_past + t + 1);
+        }
+      }
+      float* b = buffer.data();
+      float* max = b + 2 * kGroupBlock * head_dim;  // after the K and V blocks
+      HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
+      (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale, b,
+       b + kGroupBlock * head_dim, max, max + rows);
+    });
+    return;
+  }
   const size_t pairs = n * n_heads;
   const size_t tasks = std::min(NumThreads(pool), pairs);
   ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
