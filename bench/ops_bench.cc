@@ -47,20 +47,20 @@ std::vector<float> RandomActivations(size_t count) {
 // rows16 (the layout the converter writes if 1, planar if 0).
 void RunLinear(benchmark::State& state) {
   const size_t rows = state.range(0), cols = state.range(1), n = state.range(3);
-  SetQuantMath(state.range(4) ? QuantMath::kInt8 : QuantMath::kF32);
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(2)), false});
   const bool rows16 = state.range(5) != 0;
+  const QuantMath math = state.range(4) ? QuantMath::kInt8 : QuantMath::kF32;
   std::vector<uint8_t> weight = RandomQ4(rows, cols);
   if (rows16) weight = PackQ4Rows16(weight.data(), rows, cols, kGroup);
-  const WeightView w{weight.data(), DType::kQ4, kGroup, rows, cols,
-                     rows16 ? TensorLayout::kRows16 : TensorLayout::kRowMajor};
+  const WeightView w{weight.data(), DType::kQ4,
+                     kGroup,        rows,
+                     cols,          rows16 ? TensorLayout::kRows16 : TensorLayout::kRowMajor};
   const std::vector<float> x = RandomActivations(n * cols);
   std::vector<float> out(n * rows);
   for (auto _ : state) {
-    Linear(x.data(), n, w, nullptr, out.data(), &pool);
+    Linear(x.data(), n, w, nullptr, out.data(), &pool, math);
     benchmark::DoNotOptimize(out.data());
   }
-  SetQuantMath(QuantMath::kF32);
   state.SetLabel(KernelTargetName());
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weight.size()));
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * rows * cols * 1e-9,

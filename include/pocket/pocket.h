@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 2
+#define POCKET_API_VERSION 3
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -82,7 +82,16 @@ typedef struct pocket_model_options {
   uint32_t struct_size;
   int32_t threads;     /* worker threads; 0 = one per core */
   const char* backend; /* "cpu" (default when NULL) */
+  /* Since API version 3. How the CPU multiplies q4/q8 weights:
+   * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight
+   * group and uses the int8 dot instructions (VNNI, sdot), adding an error
+   * bounded in docs/kernels.md; POCKET_QUANT_MATH_F32 keeps activations f32
+   * (the reference-accurate path, slower). f32/f16/bf16 weights always use
+   * f32 maths. */
+  int32_t quant_math;
 } pocket_model_options;
+#define POCKET_QUANT_MATH_INT8 0
+#define POCKET_QUANT_MATH_F32 1
 void pocket_model_options_init(pocket_model_options* options);
 
 /* Maps and validates a .pocket file. *out is NULL on failure. */

@@ -3,11 +3,12 @@
 //
 // Highway 1.0.3 has no int8 dot op, so each target uses its own instruction
 // behind one interface. Every function adds products of corresponding bytes
-// into the int32 lanes of `acc`; which lane receives which product differs
-// between targets and does not matter, because callers only ever reduce a
-// whole accumulator (one vector never spans two weight groups).
+// into the int32 lanes of `acc`, int32 lane i receiving the four products of
+// bytes 4i .. 4i+3 on every target (the rows16 kernels rely on it: a lane is
+// one weight row there).
 //
-//   DotU7(a, b, acc): a in [0, 127] (q4 codes), b int8.
+//   DotU7(a, b, acc): a in [0, 127] (q4 codes), b int8; on AVX3_DL (VNNI
+//                     dpbusd, which never saturates) any u8 a.
 //   DotS8(a, b, acc): a, b in [-127, 127] (q8 codes).
 //
 // x86 (SSSE3 and up): maddubs (u8 x s8 -> pairs summed to i16; neither form
@@ -100,9 +101,11 @@ HWY_INLINE hn::Vec128<int32_t> DotS8(hn::Vec128<int8_t> a, hn::Vec128<int8_t> b,
 #if defined(__ARM_FEATURE_DOTPROD)
   return hn::Vec128<int32_t>{vdotq_s32(acc.raw, a.raw, b.raw)};
 #else
+  // Products of bytes 0..7 and 8..15, summed in adjacent pairs (at most
+  // 2 * 127 * 127, no i16 overflow), then pairs of pairs into lane i.
   const int16x8_t lo = vmull_s8(vget_low_s8(a.raw), vget_low_s8(b.raw));
   const int16x8_t hi = vmull_s8(vget_high_s8(a.raw), vget_high_s8(b.raw));
-  return hn::Vec128<int32_t>{vpadalq_s16(vpadalq_s16(acc.raw, lo), hi)};
+  return hn::Vec128<int32_t>{vpadalq_s16(acc.raw, vpaddq_s16(lo, hi))};
 #endif
 }
 HWY_INLINE hn::Vec128<int32_t> DotU7(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b,

@@ -149,7 +149,7 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
   if (out == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_model_load: out is NULL");
   *out = nullptr;
   if (path == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_model_load: path is NULL");
-  if (!SizeOk(options, sizeof(pocket_model_options))) {
+  if (!SizeOk(options, offsetof(pocket_model_options, backend) + sizeof(options->backend))) {
     return Fail(POCKET_INVALID_ARGUMENT,
                 "pocket_model_options.struct_size is too small: call "
                 "pocket_model_options_init() first");
@@ -161,6 +161,17 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
     }
     opts.threads = options->threads;
     if (options->backend != nullptr) opts.backend = options->backend;
+    if (POCKET_HAS(options, quant_math)) {
+      if (options->quant_math != POCKET_QUANT_MATH_INT8 &&
+          options->quant_math != POCKET_QUANT_MATH_F32) {
+        return Fail(POCKET_INVALID_ARGUMENT,
+                    "pocket_model_options.quant_math must be POCKET_QUANT_MATH_INT8 or "
+                    "POCKET_QUANT_MATH_F32");
+      }
+      opts.quant_math = options->quant_math == POCKET_QUANT_MATH_F32
+                            ? pocket::cpu::QuantMath::kF32
+                            : pocket::cpu::QuantMath::kInt8;
+    }
   }
   auto model = pocket::Model::Load(path, opts);
   if (!model.ok()) return Fail(model.status());

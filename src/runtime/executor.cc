@@ -103,7 +103,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
         break;
       case OpKind::kLinear: {
         float* out = aliased(0) ? temp_.data() : dst;
-        cpu::Linear(value(0, s.in_width), rows, s.weight, s.bias, out, pool);
+        cpu::Linear(value(0, s.in_width), rows, s.weight, s.bias, out, pool, math_);
         if (out != dst) std::memcpy(dst, out, count * sizeof(float));
         break;
       }

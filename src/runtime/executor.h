@@ -17,7 +17,8 @@ namespace pocket {
 
 class Executor {
  public:
-  explicit Executor(const Plan* plan) : plan_(plan) {}
+  // q4/q8 Linear steps multiply with `math` (backends/cpu/ops.h).
+  Executor(const Plan* plan, cpu::QuantMath math) : plan_(plan), math_(math) {}
 
   // Runs tokens[0, n) at positions [n_past, n_past + n). The KV cache must
   // already hold pages for n_past + n positions. Logits:
@@ -38,6 +39,7 @@ class Executor {
   void EnsureRows(size_t n, Output output);
 
   const Plan* plan_;
+  cpu::QuantMath math_;
   size_t rows_ = 0;       // rows every buffer can hold
   size_t tail_rows_ = 0;  // rows the tail-only slots can hold
   std::vector<std::vector<float>> slots_;

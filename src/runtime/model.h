@@ -29,6 +29,9 @@ struct ModelOptions {
   // "cpu", or "opencl" in builds with the OpenCL backend (POCKET_OPENCL):
   // weights are uploaded to the device at load and sessions compute there.
   std::string backend = "cpu";
+  // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations
+  // (fast, the default) or f32 (the reference-accurate path).
+  cpu::QuantMath quant_math = cpu::QuantMath::kInt8;
 };
 
 class Model {
@@ -44,6 +47,7 @@ class Model {
   // Internally synchronized (see the threading note above).
   cpu::ThreadPool* pool() const { return pool_.get(); }
   int threads() const { return static_cast<int>(pool_->NumThreads()); }
+  cpu::QuantMath quant_math() const { return quant_math_; }
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h).
   size_t weight_bytes() const { return weight_bytes_; }
   // The tokenizer, config and plan in memory plus the rest of the mapped
@@ -65,6 +69,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   Plan plan_;
   std::unique_ptr<cpu::ThreadPool> pool_;
+  cpu::QuantMath quant_math_ = cpu::QuantMath::kInt8;
   size_t weight_bytes_ = 0;
   size_t model_bytes_ = 0;
 #ifdef POCKET_WITH_OPENCL

@@ -2,6 +2,7 @@
  * stories260K model converted at f32. Expected text is llama2.c run.c's
  * greedy output (tests/data/stories260K-golden.txt). Prints
  * "N passed, M failed" and exits non-zero on any failure. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +12,15 @@
 static int g_passed = 0;
 static int g_failed = 0;
 
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (cond) {                                                       \
-      ++g_passed;                                                     \
-    } else {                                                          \
-      ++g_failed;                                                     \
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    if (cond) {                                                                                \
+      ++g_passed;                                                                              \
+    } else {                                                                                   \
+      ++g_failed;                                                                              \
       fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              pocket_last_error());                                   \
-    }                                                                 \
+              pocket_last_error());                                                            \
+    }                                                                                          \
   } while (0)
 
 /* run.c's stdout for "Once upon a time", without the prompt. */
@@ -84,7 +85,18 @@ int main(int argc, char** argv) {
   CHECK(pocket_session_new(NULL, NULL, &session) == POCKET_INVALID_ARGUMENT);
 
   pocket_model_options_init(&mopts);
+  mopts.quant_math = 7;
+  CHECK(pocket_model_load(argv[1], &mopts, &model) == POCKET_INVALID_ARGUMENT && model == NULL);
+  CHECK(strstr(pocket_last_error(), "quant_math") != NULL);
+  /* A version 2 caller (no quant_math field) still loads, with the default. */
+  mopts.struct_size = (uint32_t)offsetof(pocket_model_options, quant_math);
+  CHECK(pocket_model_load(argv[1], &mopts, &model) == POCKET_OK && model != NULL);
+  pocket_model_free(model);
+  model = NULL;
+
+  pocket_model_options_init(&mopts);
   mopts.threads = 2;
+  mopts.quant_math = POCKET_QUANT_MATH_F32;
   st = pocket_model_load(argv[1], &mopts, &model);
   CHECK(st == POCKET_OK);
   if (st != POCKET_OK) {
@@ -104,8 +116,7 @@ int main(int argc, char** argv) {
   CHECK(pocket_detokenize(model, kPromptIds, 4, text, sizeof(text), &text_len) == POCKET_OK);
   CHECK(strcmp(text, "Once upon a time") == 0 && text_len == 16);
   ids[0] = 512;
-  CHECK(pocket_detokenize(model, ids, 1, text, sizeof(text), &text_len) ==
-        POCKET_INVALID_ARGUMENT);
+  CHECK(pocket_detokenize(model, ids, 1, text, sizeof(text), &text_len) == POCKET_INVALID_ARGUMENT);
   CHECK(strstr(pocket_last_error(), "512") != NULL);
 
   CHECK(pocket_session_new(model, NULL, &session) == POCKET_OK);
@@ -144,8 +155,7 @@ int main(int argc, char** argv) {
   /* After the failures, a fresh run is still exact. */
   CHECK(pocket_session_reset(session) == POCKET_OK);
   memset(&col, 0, sizeof(col));
-  CHECK(pocket_generate(session, "Once upon a time", &sampling, Collect, &col, &gen) ==
-        POCKET_OK);
+  CHECK(pocket_generate(session, "Once upon a time", &sampling, Collect, &col, &gen) == POCKET_OK);
   CHECK(col.len > 100 && strncmp(col.text, kGoldenContinuation, col.len) == 0);
 
   /* A prompt longer than the context names both lengths. */
@@ -167,7 +177,8 @@ int main(int argc, char** argv) {
     int best = 0, i;
     CHECK(pocket_session_reset(session) == POCKET_OK);
     CHECK(pocket_session_eval(session, &bos, 1, logits) == POCKET_OK);
-    for (i = 1; i < 512; ++i) if (logits[i] > logits[best]) best = i;
+    for (i = 1; i < 512; ++i)
+      if (logits[i] > logits[best]) best = i;
     CHECK(best == 403); /* golden: the first greedy token after BOS is "Once" */
     free(logits);
   }

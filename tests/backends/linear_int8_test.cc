@@ -42,13 +42,6 @@ std::vector<size_t> RowsFor(const Format& f, bool threaded) {
   return threaded ? std::vector<size_t>{3, 37} : std::vector<size_t>{1, 6, 13};
 }
 
-// Sets the process-wide QuantMath for one test and restores the default.
-class ScopedQuantMath {
- public:
-  explicit ScopedQuantMath(QuantMath math) { SetQuantMath(math); }
-  ~ScopedQuantMath() { SetQuantMath(QuantMath::kF32); }
-};
-
 // Every SIMD target must have an int8 kernel; scalar/emu128 fall back to f32.
 bool TargetHasInt8() {
   const std::string name = KernelTargetName();
@@ -106,11 +99,10 @@ void CheckLinearInt8(const Format& f, size_t rows, size_t cols, size_t n, bool w
       quant[t * rows + r] = QuantizationBound(row, x.data() + t * cols, group);
     }
   }
-  const ScopedQuantMath math(QuantMath::kInt8);
   ForEachTarget([&] {
     std::vector<float> direct(n * rows, NAN), out(n * rows, NAN);
     ASSERT_EQ(LinearInt8(x.data(), n, w.view, b, direct.data(), pool), TargetHasInt8());
-    Linear(x.data(), n, w.view, b, out.data(), pool);
+    Linear(x.data(), n, w.view, b, out.data(), pool, QuantMath::kInt8);
     for (size_t i = 0; i < out.size(); ++i) {
       if (TargetHasInt8()) {
         ASSERT_EQ(out[i], direct[i]) << i;
@@ -147,17 +139,14 @@ TEST(LinearInt8Test, ThreadedMatchesReference) {
   }
 }
 
-TEST(LinearInt8Test, DefaultIsF32) { EXPECT_EQ(GetQuantMath(), QuantMath::kF32); }
-
 TEST(LinearInt8Test, PlainDtypesIgnoreInt8) {
   std::mt19937 rng(13);
   const testing::TestWeight w = RandomWeight(5, 64, DType::kF16, 0, rng);
   const std::vector<float> x = RandomFloats(64, rng);
   std::vector<float> f32(5), int8(5);
-  Linear(x.data(), 1, w.view, nullptr, f32.data(), nullptr);
-  const ScopedQuantMath math(QuantMath::kInt8);
+  Linear(x.data(), 1, w.view, nullptr, f32.data(), nullptr, QuantMath::kF32);
   EXPECT_FALSE(LinearInt8(x.data(), 1, w.view, nullptr, int8.data(), nullptr));
-  Linear(x.data(), 1, w.view, nullptr, int8.data(), nullptr);
+  Linear(x.data(), 1, w.view, nullptr, int8.data(), nullptr, QuantMath::kInt8);
   EXPECT_EQ(f32, int8);
 }
 

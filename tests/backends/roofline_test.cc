@@ -22,12 +22,10 @@ TEST(RooflineTest, ReadBandwidthIsPositive) {
   EXPECT_EQ(MeasureReadBandwidth(nullptr, 100, 1), 0.0);  // rounds down to nothing
 }
 
-TEST(RooflineTest, Int8PeakIsPositiveAndKeepsQuantMath) {
+TEST(RooflineTest, Int8PeakIsPositive) {
   ThreadPool pool(ThreadPoolOptions{2, false});
-  SetQuantMath(QuantMath::kF32);
   EXPECT_GT(MeasureInt8Peak(&pool, 1, 1), 1e7);
   EXPECT_GT(MeasureInt8Peak(nullptr, 8, 1), 1e7);
-  EXPECT_EQ(GetQuantMath(), QuantMath::kF32);
 }
 
 }  // namespace

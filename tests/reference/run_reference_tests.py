@@ -120,10 +120,13 @@ def run(cmd, timeout=300):
 
 
 def pocket_logits(cli, model, ids, out, extra):
+    """Teacher-forced logits with f32 activations: the reference-accurate
+    path these bounds are for (the default int8 path is checked per Linear
+    against its own error bound in tests/backends/linear_int8_test.cc)."""
     if os.path.exists(out):
         os.remove(out)
     run([cli, "logits", "-m", model, "--tokens", ",".join(str(int(i)) for i in ids),
-         "--out", out] + extra)
+         "--out", out, "--quant-math", "f32"] + extra)
     arr = np.load(out)
     if arr.dtype != np.float32:
         raise RuntimeError(f"{out}: dtype {arr.dtype}, expected float32")

@@ -26,12 +26,10 @@ namespace {
 
 const char kBenchHelp[] =
     "usage: pocket bench -m FILE [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
-    "                    [--quant-math f32|int8] [--roofline] [--json]\n\n"
+    "                    [--quant-math int8|f32] [--roofline] [--json]\n\n"
     "  -p, --n-prompt N      prefill length in tokens (random valid ids; default 512)\n"
     "  -n, --n-gen N         decoded tokens after the prefill (default 128)\n"
     "  -r, --repetitions N   measured runs after one warm-up (default 5)\n"
-    "  --quant-math f32|int8 q4/q8 Linear maths: f32 activations (default, the\n"
-    "                        reference-accurate path) or int8 (docs/kernels.md)\n"
     "  --roofline            also measure read bandwidth and int8 kernel peak and\n"
     "                        report decode/prefill as fractions of them\n"
     "  --json                print one JSON object (keys in docs/cli.md)\n";
@@ -122,7 +120,6 @@ int CmdBench(int argc, char** argv) {
   values.push_back("-p|--n-prompt");
   values.push_back("-n|--n-gen");
   values.push_back("-r|--repetitions");
-  values.push_back("--quant-math");
   Args args(values, {"-h|--help", "--json", "--roofline"});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchHelp);
@@ -142,12 +139,7 @@ int CmdBench(int argc, char** argv) {
     std::fprintf(stderr, "error: -p and -n must be >= 1 and -r in [1, 1000]\n");
     return kExitUsage;
   }
-  const std::string math = args.Get("--quant-math", "f32");
-  if (math != "f32" && math != "int8") {
-    std::fprintf(stderr, "error: --quant-math must be f32 or int8\n");
-    return kExitUsage;
-  }
-  cpu::SetQuantMath(math == "int8" ? cpu::QuantMath::kInt8 : cpu::QuantMath::kF32);
+  const std::string math = args.Get("--quant-math", "int8");
   const double rss_before_load = CurrentRssMib();
   LoadedModel loaded;
   int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);

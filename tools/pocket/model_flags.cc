@@ -9,7 +9,8 @@
 namespace pocket::cli {
 
 std::vector<std::string> ModelValueFlags() {
-  return {"-m|--model", "-t|--threads", "--kv", "--budget", "--kv-policy", "--backend"};
+  return {"-m|--model",  "-t|--threads", "--kv",        "--budget",
+          "--kv-policy", "--backend",    "--quant-math"};
 }
 
 std::vector<std::string> SamplingValueFlags() {
@@ -23,6 +24,8 @@ const char kModelFlagsHelp[] =
     "  --kv f16|q8|f32       KV cache element type (default f16; q8 holds about\n"
     "                        twice the tokens, f32 is for debugging)\n"
     "  --backend cpu|opencl  compute backend (default cpu; opencl in builds with it)\n"
+    "  --quant-math int8|f32 q4/q8 weights on the CPU: int8 activations (default,\n"
+    "                        fast) or f32 (the reference-accurate path, slower)\n"
     "  --budget MIB          memory budget in MiB for weights, KV cache, buffers and\n"
     "                        logits (default 300, 0 = unlimited)\n"
     "  --kv-policy error|slide  at the budget: stop with an error (default), or drop\n"
@@ -83,8 +86,14 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
       return kExitUsage;
     }
   }
+  const std::string math = args.Get("--quant-math", "int8");
+  if (math != "int8" && math != "f32") {
+    std::fprintf(stderr, "error: --quant-math must be 'int8' or 'f32', got '%s'\n", math.c_str());
+    return kExitUsage;
+  }
   ModelOptions options;
   options.threads = static_cast<int>(threads);
+  options.quant_math = math == "f32" ? cpu::QuantMath::kF32 : cpu::QuantMath::kInt8;
   options.backend = args.Get("--backend", "cpu");
   const auto start = std::chrono::steady_clock::now();
   auto model = Model::Load(path, options);

@@ -14,7 +14,8 @@
 namespace pocket::cli {
 
 // Flag specs to add to an Args parser.
-std::vector<std::string> ModelValueFlags();     // -m, -t, --kv, --budget, --kv-policy, --backend
+std::vector<std::string> ModelValueFlags();     // -m, -t, --kv, --budget, --kv-policy, --backend,
+                                                // --quant-math
 std::vector<std::string> SamplingValueFlags();  // -n, --temp, --top-k, ..., --seed
 extern const char kModelFlagsHelp[];
 extern const char kSamplingFlagsHelp[];

@@ -4,7 +4,6 @@
 // under QuantMath::kInt8 go to LinearInt8 (linear_int8.cc) instead.
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -63,8 +62,6 @@ constexpr size_t kRowAlign = 4;
 // row block of the thread's range passes over it.
 constexpr size_t kTokenChunk = 64;
 
-std::atomic<QuantMath> g_quant_math{QuantMath::kF32};
-
 bool ValidWeight(const WeightView& w) {
   if (w.data == nullptr) return false;
   switch (w.dtype) {
@@ -104,17 +101,14 @@ void LinearRows16F32(const float* x, size_t n, const WeightView& w, const float*
 
 }  // namespace
 
-void SetQuantMath(QuantMath math) { g_quant_math.store(math, std::memory_order_relaxed); }
-QuantMath GetQuantMath() { return g_quant_math.load(std::memory_order_relaxed); }
-
 void Linear(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
-            ThreadPool* pool) {
+            ThreadPool* pool, QuantMath math) {
   if (out == nullptr || n == 0 || w.rows == 0) return;
   if (x == nullptr || !ValidWeight(w)) {  // the planner rejects these; stay defined
     std::memset(out, 0, n * w.rows * sizeof(float));
     return;
   }
-  if (GetQuantMath() == QuantMath::kInt8 && LinearInt8(x, n, w, bias, out, pool)) return;
+  if (math == QuantMath::kInt8 && LinearInt8(x, n, w, bias, out, pool)) return;
   if (w.layout == TensorLayout::kRows16) return LinearRows16F32(x, n, w, bias, out, pool);
   const size_t tasks = std::min(NumThreads(pool), (w.rows + kRowAlign - 1) / kRowAlign);
   if (n == 1) {

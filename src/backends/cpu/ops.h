@@ -93,14 +93,11 @@ enum class QuantMath : uint8_t {
   // Targets without an int8 dot product fall back to kF32.
   kInt8 = 1,
 };
-// Process-wide; read by every Linear call. The default is kF32 so results
-// match the f32 reference unless an application opts in.
-void SetQuantMath(QuantMath math);
-QuantMath GetQuantMath();
 
-// out[n, w.rows] = x[n, w.cols] * W^T (+ bias[w.rows] when non-null).
+// out[n, w.rows] = x[n, w.cols] * W^T (+ bias[w.rows] when non-null), q4/q8
+// weights multiplied as `math` says.
 void Linear(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
-            ThreadPool* pool);
+            ThreadPool* pool, QuantMath math = QuantMath::kF32);
 // out[i] = row ids[i] of table, dequantized to f32.
 void Embed(const WeightView& table, const int32_t* ids, size_t n, float* out);
 // Row-wise RMSNorm of x[n, d] times w[d]; out may alias x.

@@ -2,6 +2,8 @@
 
 #include "backends/cpu/roofline.h"
 
+#include "quant/rows16.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -96,22 +98,24 @@ double MeasureInt8Peak(ThreadPool* pool, size_t tokens, int passes) {
     const uint16_t half = F32ToF16(g < kGroups ? 0.01f : -0.08f);  // scales, then mins
     std::memcpy(weight.data() + kRows * kCols / 2 + 2 * g, &half, 2);
   }
-  const WeightView w{weight.data(), DType::kQ4, kGroup, kRows, kCols};
+  // The layout the converter writes, so the peak is that of the kernels a
+  // model runs.
+  weight = PackQ4Rows16(weight.data(), kRows, kCols, kGroup);
+  const WeightView w{weight.data(), DType::kQ4, kGroup, kRows, kCols, TensorLayout::kRows16};
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(tokens * kCols), out(tokens * kRows);
   for (float& v : x) v = dist(rng);
   // About 20 ms of work per pass at 30 GMAC/s.
   const size_t iters = std::max<size_t>(1, 600'000'000 / (tokens * kRows * kCols));
-  const QuantMath saved = GetQuantMath();
-  SetQuantMath(QuantMath::kInt8);
-  Linear(x.data(), tokens, w, nullptr, out.data(), pool);  // warm caches and scratch
+  constexpr QuantMath kInt8 = QuantMath::kInt8;
+  Linear(x.data(), tokens, w, nullptr, out.data(), pool, kInt8);  // warm caches and scratch
   double best = 0.0;
   for (int pass = 0; pass < passes; ++pass) {
     const auto start = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < iters; ++i) Linear(x.data(), tokens, w, nullptr, out.data(), pool);
+    for (size_t i = 0; i < iters; ++i)
+      Linear(x.data(), tokens, w, nullptr, out.data(), pool, kInt8);
     best = std::max(best, static_cast<double>(iters * tokens * kRows * kCols) / Seconds(start));
   }
-  SetQuantMath(saved);
   return best;
 }
 
