@@ -190,9 +190,98 @@ HWY_INLINE void Rows16GemvInt8(const Rows16Weights& w, const QuantizedActs& a, c
   }
 }
 
+// Targets with 32 vector registers (AVX-512, aarch64 NEON and SVE) tile two
+// lane blocks by 4 tokens, so each activation broadcast feeds two dots.
+#if HWY_TARGET <= HWY_AVX3 || HWY_ARCH_ARM_A64
+#define POCKET_ROWS16_GEMM_PAIRS 1
+#else
+#define POCKET_ROWS16_GEMM_PAIRS 0
+#endif
+
+#if POCKET_ROWS16_GEMM_PAIRS
+// Lane blocks [r, r + L) and [r + L, r + 2L) for tokens [t, t + 4) of n:
+// 8 int32 accumulators (a lane block's low and high nibble products go to
+// one), 8 f32 ones, 4 nibble vectors and 2 broadcasts.
+HWY_INLINE void Rows16TilePair(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                               const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::Repartition<uint8_t, Rows16Tag> du8;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  const size_t L = hn::Lanes(d32);
+  const auto low4 = hn::Set(du8, 0x0F);
+  const int8_t* x[4];
+  const float* dx[4];
+  const float* xs[4];
+  for (size_t k = 0; k < 4; ++k) {
+    const size_t tok = std::min(t + k, n - 1);
+    x[k] = a.q + tok * w.cols;
+    dx[k] = a.d + tok * w.groups;
+    xs[k] = a.s + tok * w.groups;
+  }
+  auto f00 = hn::Zero(df), f01 = hn::Zero(df), f02 = hn::Zero(df), f03 = hn::Zero(df);
+  auto f10 = hn::Zero(df), f11 = hn::Zero(df), f12 = hn::Zero(df), f13 = hn::Zero(df);
+  for (size_t g = 0; g < w.groups; ++g) {
+    const Rows16Lanes p0 = LanesAt(w, r, g), p1 = LanesAt(w, r + L, g);
+    auto i00 = hn::Zero(d32), i01 = hn::Zero(d32), i02 = hn::Zero(d32), i03 = hn::Zero(d32);
+    auto i10 = hn::Zero(d32), i11 = hn::Zero(d32), i12 = hn::Zero(d32), i13 = hn::Zero(d32);
+    const size_t k0 = g * w.group;
+    for (size_t c = 0; c < w.group / 8; ++c) {
+      const auto b0 = hn::LoadU(du8, p0.codes + 64 * c);
+      const auto b1 = hn::LoadU(du8, p1.codes + 64 * c);
+      const auto lo0 = hn::And(b0, low4), hi0 = hn::ShiftRight<4>(b0);
+      const auto lo1 = hn::And(b1, low4), hi1 = hn::ShiftRight<4>(b1);
+      const size_t k = k0 + 8 * c;
+      auto xa = Broadcast4(di8, x[0] + k), xb = Broadcast4(di8, x[0] + k + 4);
+      i00 = DotU7(hi0, xb, DotU7(lo0, xa, i00));
+      i10 = DotU7(hi1, xb, DotU7(lo1, xa, i10));
+      xa = Broadcast4(di8, x[1] + k), xb = Broadcast4(di8, x[1] + k + 4);
+      i01 = DotU7(hi0, xb, DotU7(lo0, xa, i01));
+      i11 = DotU7(hi1, xb, DotU7(lo1, xa, i11));
+      xa = Broadcast4(di8, x[2] + k), xb = Broadcast4(di8, x[2] + k + 4);
+      i02 = DotU7(hi0, xb, DotU7(lo0, xa, i02));
+      i12 = DotU7(hi1, xb, DotU7(lo1, xa, i12));
+      xa = Broadcast4(di8, x[3] + k), xb = Broadcast4(di8, x[3] + k + 4);
+      i03 = DotU7(hi0, xb, DotU7(lo0, xa, i03));
+      i13 = DotU7(hi1, xb, DotU7(lo1, xa, i13));
+    }
+    const auto s0 = LoadF32(df, p0.scales), m0 = LoadF32(df, p0.mins);
+    const auto s1 = LoadF32(df, p1.scales), m1 = LoadF32(df, p1.mins);
+    // f += float(i) * s * dx + m * xs for each block and token.
+    const auto scale_add = [&](auto i, auto sc, auto mn, size_t k, auto f) {
+      f = hn::MulAdd(hn::ConvertTo(df, i), hn::Mul(sc, hn::Set(df, dx[k][g])), f);
+      return hn::MulAdd(mn, hn::Set(df, xs[k][g]), f);
+    };
+    f00 = scale_add(i00, s0, m0, 0, f00);
+    f01 = scale_add(i01, s0, m0, 1, f01);
+    f02 = scale_add(i02, s0, m0, 2, f02);
+    f03 = scale_add(i03, s0, m0, 3, f03);
+    f10 = scale_add(i10, s1, m1, 0, f10);
+    f11 = scale_add(i11, s1, m1, 1, f11);
+    f12 = scale_add(i12, s1, m1, 2, f12);
+    f13 = scale_add(i13, s1, m1, 3, f13);
+  }
+  StoreRows(df, f00, bias, r, out + t * w.rows);
+  StoreRows(df, f10, bias, r + L, out + t * w.rows);
+  if (t + 1 < n) {
+    StoreRows(df, f01, bias, r, out + (t + 1) * w.rows);
+    StoreRows(df, f11, bias, r + L, out + (t + 1) * w.rows);
+  }
+  if (t + 2 < n) {
+    StoreRows(df, f02, bias, r, out + (t + 2) * w.rows);
+    StoreRows(df, f12, bias, r + L, out + (t + 2) * w.rows);
+  }
+  if (t + 3 < n) {
+    StoreRows(df, f03, bias, r, out + (t + 3) * w.rows);
+    StoreRows(df, f13, bias, r + L, out + (t + 3) * w.rows);
+  }
+}
+#endif  // POCKET_ROWS16_GEMM_PAIRS
+
 // Rows [r0, r1) of out[n, w.rows] for n tokens, in tiles of one lane block
 // by 4 tokens: 8 int32 and 4 f32 accumulators plus the two nibble vectors
-// and two broadcasts fit the 16 registers of AVX2.
+// and two broadcasts fit the 16 registers of AVX2. Pairs of lane blocks go
+// to Rows16TilePair where the target has the registers for it.
 HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                                const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
   const Rows16Tag d32;
@@ -201,7 +290,13 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
   const hn::Repartition<int8_t, Rows16Tag> di8;
   const size_t L = hn::Lanes(d32);
   const auto low4 = hn::Set(du8, 0x0F);
-  for (size_t r = r0; r < r1; r += L) {
+  size_t r = r0;
+#if POCKET_ROWS16_GEMM_PAIRS
+  for (; r + 2 * L <= r1; r += 2 * L) {
+    for (size_t t = 0; t < n; t += 4) Rows16TilePair(w, a, n, bias, r, t, out);
+  }
+#endif
+  for (; r < r1; r += L) {
     for (size_t t = 0; t < n; t += 4) {
       const int8_t* x[4];
       const float* dx[4];
