@@ -102,9 +102,31 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
                   s.style);
         break;
       case OpKind::kLinear: {
-        float* out = aliased(0) ? temp_.data() : dst;
-        cpu::Linear(value(0, s.in_width), rows, s.weight, s.bias, out, pool, math_);
-        if (out != dst) std::memcpy(dst, out, count * sizeof(float));
+        if (aliased(0)) {
+          cpu::Linear(value(0, s.in_width), rows, s.weight, s.bias, temp_.data(), pool, math_);
+          std::memcpy(dst, temp_.data(), count * sizeof(float));
+          break;
+        }
+        // The Linears that follow on the same input (q, k, v; gate, up) run
+        // as one group.
+        cpu::LinearOut group[cpu::kMaxLinearGroup] = {{s.weight, s.bias, dst}};
+        size_t size = 1;
+        while (size < cpu::kMaxLinearGroup && i + size < end) {
+          const PlanStep& next = plan_->steps[i + size];
+          const bool same_rows = (i + size >= plan_->row_wise_tail) == (i >= plan_->row_wise_tail);
+          if (next.op != OpKind::kLinear || next.in[0] != s.in[0] || next.out == s.in[0] ||
+              !same_rows) {
+            break;
+          }
+          bool distinct = true;
+          for (size_t k = 0; k < size; ++k)
+            distinct = distinct && plan_->steps[i + k].out != next.out;
+          if (!distinct) break;
+          group[size++] = {next.weight, next.bias,
+                           slots_[next.out].data() + row_of(next.out) * next.width};
+        }
+        cpu::LinearGroup(value(0, s.in_width), rows, group, size, pool, math_);
+        i += size - 1;
         break;
       }
       case OpKind::kAttention: {

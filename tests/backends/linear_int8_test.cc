@@ -172,3 +172,51 @@ TEST(QuantizeActivationsTest, MatchesReferenceExactly) {
 
 }  // namespace
 }  // namespace pocket::cpu
+
+namespace pocket::cpu {
+namespace {
+
+// LinearGroup gives each weight exactly what its own Linear gives (same
+// kernels and the same quantized activations), for mixed layouts and sizes,
+// with and without threads, under both maths.
+TEST(LinearGroupTest, EqualsSeparateLinears) {
+  std::mt19937 rng(15);
+  const size_t cols = 192;
+  const testing::TestWeight q = RandomWeight(48, cols, DType::kQ4, 64, rng, kRows16);
+  const testing::TestWeight k = RandomWeight(16, cols, DType::kQ4, 64, rng, kRows16);
+  const testing::TestWeight v = RandomWeight(13, cols, DType::kQ4, 64, rng);
+  const std::vector<float> bias = RandomFloats(48, rng);
+  ThreadPool pool(ThreadPoolOptions{3, false});
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    for (QuantMath math : {QuantMath::kInt8, QuantMath::kF32}) {
+      for (size_t n : {1, 6}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " int8=" << (math == QuantMath::kInt8));
+        const std::vector<float> x = RandomFloats(n * cols, rng);
+        std::vector<float> want_q(n * 48), want_k(n * 16), want_v(n * 13);
+        Linear(x.data(), n, q.view, bias.data(), want_q.data(), p, math);
+        Linear(x.data(), n, k.view, nullptr, want_k.data(), p, math);
+        Linear(x.data(), n, v.view, nullptr, want_v.data(), p, math);
+        std::vector<float> got_q(n * 48, NAN), got_k(n * 16, NAN), got_v(n * 13, NAN);
+        const LinearOut items[] = {{q.view, bias.data(), got_q.data()},
+                                   {k.view, nullptr, got_k.data()},
+                                   {v.view, nullptr, got_v.data()}};
+        LinearGroup(x.data(), n, items, 3, p, math);
+        EXPECT_EQ(got_q, want_q);
+        EXPECT_EQ(got_k, want_k);
+        EXPECT_EQ(got_v, want_v);
+      }
+    }
+  }
+}
+
+TEST(LinearGroupTest, MixedColumnsFallBackToSeparateLinears) {
+  std::mt19937 rng(16);
+  const testing::TestWeight a = RandomWeight(16, 128, DType::kQ4, 64, rng, kRows16);
+  const testing::TestWeight b = RandomWeight(16, 64, DType::kQ8, 32, rng);
+  const std::vector<float> x = RandomFloats(128, rng);
+  const LinearOut items[] = {{a.view, nullptr, nullptr}, {b.view, nullptr, nullptr}};
+  EXPECT_FALSE(LinearInt8Group(x.data(), 1, items, 2, nullptr));
+}
+
+}  // namespace
+}  // namespace pocket::cpu

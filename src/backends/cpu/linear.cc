@@ -146,5 +146,16 @@ void Linear(const float* x, size_t n, const WeightView& w, const float* bias, fl
   });
 }
 
+void LinearGroup(const float* x, size_t n, const LinearOut* items, size_t count, ThreadPool* pool,
+                 QuantMath math) {
+  if (count > kMaxLinearGroup) count = kMaxLinearGroup;
+  bool valid = x != nullptr && n != 0;
+  for (size_t i = 0; i < count; ++i) valid = valid && items[i].out && ValidWeight(items[i].w);
+  if (valid && math == QuantMath::kInt8 && LinearInt8Group(x, n, items, count, pool)) return;
+  for (size_t i = 0; i < count; ++i) {
+    Linear(x, n, items[i].w, items[i].bias, items[i].out, pool, math);
+  }
+}
+
 }  // namespace pocket::cpu
 #endif  // HWY_ONCE

@@ -99,24 +99,70 @@ void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, f
   HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, cols, block, q, d, s);
 }
 
-bool LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
-                ThreadPool* pool) {
-  if ((w.dtype != DType::kQ4 && w.dtype != DType::kQ8) || !HWY_DYNAMIC_DISPATCH(HasInt8Dot)()) {
-    return false;
-  }
+namespace {
+
+// Rows [r0, r1) of one weight for n tokens whose activations are quantized.
+void RowsInt8(const LinearOut& item, const QuantizedActs& acts, size_t n, size_t r0, size_t r1) {
+  const WeightView& w = item.w;
   const QuantizedRows rows(w);
+  if (w.layout == TensorLayout::kRows16) {
+    const Rows16Weights packed(w);
+    if (n == 1) {
+      HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8)(packed, acts, item.bias, r0, r1, item.out);
+      return;
+    }
+    for (size_t t = 0; t < n; t += kTokenChunk) {
+      const size_t chunk = std::min(kTokenChunk, n - t);
+      const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
+                               acts.s + t * rows.groups};
+      HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8)
+      (packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
+    }
+    return;
+  }
+  if (n == 1) {
+    HWY_DYNAMIC_DISPATCH(DecodeRowsInt8)(rows, acts, item.bias, r0, r1, item.out);
+    return;
+  }
+  thread_local std::vector<float> scratch;  // the kernel's per-tile scales and mins
+  scratch.resize(8 * rows.groups);
+  for (size_t t = 0; t < n; t += kTokenChunk) {
+    const size_t chunk = std::min(kTokenChunk, n - t);
+    const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
+                             acts.s + t * rows.groups};
+    HWY_DYNAMIC_DISPATCH(PrefillRowsInt8)
+    (rows, part, chunk, item.bias, r0, r1, scratch.data(), item.out + t * w.rows);
+  }
+}
+
+size_t ActGroup(const WeightView& w) { return w.dtype == DType::kQ8 ? kQ8Group : w.group; }
+
+}  // namespace
+
+bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t count,
+                     ThreadPool* pool) {
+  if (count == 0 || !HWY_DYNAMIC_DISPATCH(HasInt8Dot)()) return false;
+  const WeightView& first = items[0].w;
+  for (size_t i = 0; i < count; ++i) {
+    const WeightView& w = items[i].w;
+    if ((w.dtype != DType::kQ4 && w.dtype != DType::kQ8) || w.cols != first.cols ||
+        ActGroup(w) != ActGroup(first)) {
+      return false;
+    }
+  }
+  const size_t cols = first.cols, group = ActGroup(first), groups = cols / group;
   // Reused across calls (decode runs hundreds of Linears per token); owned by
   // the calling thread, read by the workers during this call only.
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<float> scales_sums;
-  codes.resize(n * w.cols);
-  scales_sums.resize(2 * n * rows.groups);
+  codes.resize(n * cols);
+  scales_sums.resize(2 * n * groups);
   // Plain pointers: inside the tasks, the names above would denote the
   // worker's own (empty) thread_local vectors.
-  const QuantizedActs acts{codes.data(), scales_sums.data(), scales_sums.data() + n * rows.groups};
   int8_t* q = codes.data();
   float* d = scales_sums.data();
-  float* s = d + n * rows.groups;
+  float* s = d + n * groups;
+  const QuantizedActs acts{q, d, s};
   const size_t threads = NumThreads(pool);
   const size_t quant_tasks = std::min(threads, n);
   ParallelOrInline(pool, quant_tasks, [&](size_t task, size_t) {
@@ -124,48 +170,39 @@ bool LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias
     SplitRange(n, 1, quant_tasks, task, &t0, &t1);
     for (size_t t = t0; t < t1; ++t) {
       HWY_DYNAMIC_DISPATCH(QuantizeRow)
-      (x + t * w.cols, w.cols, rows.group, q + t * w.cols, d + t * rows.groups,
-       s + t * rows.groups);
+      (x + t * cols, cols, group, q + t * cols, d + t * groups, s + t * groups);
     }
   });
-  const bool rows16 = w.layout == TensorLayout::kRows16;
-  const size_t align = rows16 ? kRows16Block : kRowAlign;
-  const size_t tasks =
-      threads == 1 ? 1 : std::min(threads * kTasksPerThread, (w.rows + align - 1) / align);
-  ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
+  // One parallel pass over every weight's rows: each weight gets tasks in
+  // proportion to its rows (at least one), so the pass ends together.
+  size_t total_rows = 0;
+  for (size_t i = 0; i < count; ++i) total_rows += items[i].w.rows;
+  const size_t want = threads == 1 ? 1 : threads * kTasksPerThread;
+  size_t task_begin[kMaxLinearGroup + 1] = {0};
+  size_t parts[kMaxLinearGroup];
+  for (size_t i = 0; i < count; ++i) {
+    const WeightView& w = items[i].w;
+    const size_t align = w.layout == TensorLayout::kRows16 ? kRows16Block : kRowAlign;
+    const size_t blocks = (w.rows + align - 1) / align;
+    parts[i] = std::min(blocks, std::max<size_t>(1, want * w.rows / total_rows));
+    task_begin[i + 1] = task_begin[i] + parts[i];
+  }
+  ParallelOrInline(pool, task_begin[count], [&](size_t task, size_t) {
+    size_t i = 0;
+    while (task >= task_begin[i + 1]) ++i;
+    const WeightView& w = items[i].w;
+    const size_t align = w.layout == TensorLayout::kRows16 ? kRows16Block : kRowAlign;
     size_t r0, r1;
-    SplitRange(w.rows, align, tasks, task, &r0, &r1);
-    if (r0 >= r1) return;
-    if (rows16) {
-      const Rows16Weights packed(w);
-      if (n == 1) {
-        HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8)(packed, acts, bias, r0, r1, out);
-        return;
-      }
-      for (size_t t = 0; t < n; t += kTokenChunk) {
-        const size_t chunk = std::min(kTokenChunk, n - t);
-        const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
-                                 acts.s + t * rows.groups};
-        HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8)
-        (packed, part, chunk, bias, r0, r1, out + t * w.rows);
-      }
-      return;
-    }
-    if (n == 1) {
-      HWY_DYNAMIC_DISPATCH(DecodeRowsInt8)(rows, acts, bias, r0, r1, out);
-      return;
-    }
-    thread_local std::vector<float> scratch;  // the kernel's per-tile scales and mins
-    scratch.resize(8 * rows.groups);
-    for (size_t t = 0; t < n; t += kTokenChunk) {
-      const size_t chunk = std::min(kTokenChunk, n - t);
-      const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
-                               acts.s + t * rows.groups};
-      HWY_DYNAMIC_DISPATCH(PrefillRowsInt8)
-      (rows, part, chunk, bias, r0, r1, scratch.data(), out + t * w.rows);
-    }
+    SplitRange(w.rows, align, parts[i], task - task_begin[i], &r0, &r1);
+    if (r0 < r1) RowsInt8(items[i], acts, n, r0, r1);
   });
   return true;
+}
+
+bool LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
+                ThreadPool* pool) {
+  const LinearOut item{w, bias, out};
+  return LinearInt8Group(x, n, &item, 1, pool);
 }
 
 }  // namespace pocket::cpu

@@ -50,6 +50,11 @@ struct QuantizedActs {
 // no int8 dot product; w must already be validated by Linear.
 bool LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
                 ThreadPool* pool);
+// LinearGroup's int8 path: false (nothing written) unless every weight is
+// q4/q8 with the same columns and activation group and the target has an
+// int8 dot product.
+bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t count,
+                     ThreadPool* pool);
 
 // Quantizes x[cols] per `block` values exactly as LinearInt8 does, on the
 // dispatched target (the tests check it against the reference).

@@ -98,6 +98,18 @@ enum class QuantMath : uint8_t {
 // weights multiplied as `math` says.
 void Linear(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
             ThreadPool* pool, QuantMath math = QuantMath::kF32);
+// Several Linears of one input (a layer's q, k and v; gate and up): with
+// int8 maths x is quantized once and one parallel pass covers the rows of
+// every weight, instead of one pass (and one wait for the slowest thread)
+// per weight. The outputs must not overlap x. At most kMaxLinearGroup.
+struct LinearOut {
+  WeightView w;
+  const float* bias;  // or null
+  float* out;         // [n, w.rows]
+};
+constexpr size_t kMaxLinearGroup = 4;
+void LinearGroup(const float* x, size_t n, const LinearOut* items, size_t count, ThreadPool* pool,
+                 QuantMath math);
 // out[i] = row ids[i] of table, dequantized to f32.
 void Embed(const WeightView& table, const int32_t* ids, size_t n, float* out);
 // Row-wise RMSNorm of x[n, d] times w[d]; out may alias x.
