@@ -240,6 +240,32 @@ HWY_INLINE void AccumulateV(D d, const float* HWY_RESTRICT w, const float* HWY_R
   }
 }
 
+// Rows from which AttendGroup transposes K blocks.
+constexpr size_t kTransposedRows = 16;
+
+// scores[0, kScoreBlock) = q . kt[:, p]: kt is head_dim rows of kScoreBlock
+// positions; each activation is broadcast against 4 vectors of positions.
+template <class D>
+HWY_INLINE void ScoresTransposed(D d, const float* HWY_RESTRICT q, const float* HWY_RESTRICT kt,
+                                 size_t head_dim, float* HWY_RESTRICT scores) {
+  const size_t N = hn::Lanes(d);
+  for (size_t p = 0; p < kScoreBlock; p += 4 * N) {  // 4 N divides 64 on every target
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (size_t c = 0; c < head_dim; ++c) {
+      const auto qc = hn::Set(d, q[c]);
+      const float* row = kt + c * kScoreBlock + p;
+      a0 = hn::MulAdd(qc, hn::LoadU(d, row), a0);
+      a1 = hn::MulAdd(qc, hn::LoadU(d, row + N), a1);
+      a2 = hn::MulAdd(qc, hn::LoadU(d, row + 2 * N), a2);
+      a3 = hn::MulAdd(qc, hn::LoadU(d, row + 3 * N), a3);
+    }
+    hn::StoreU(a0, d, scores + p);
+    hn::StoreU(a1, d, scores + p + N);
+    hn::StoreU(a2, d, scores + p + 2 * N);
+    hn::StoreU(a3, d, scores + p + 3 * N);
+  }
+}
+
 // q . k over head_dim floats (whole vectors).
 template <class D>
 HWY_INLINE float DotF32(D d, const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
@@ -258,10 +284,9 @@ HWY_INLINE float DotF32(D d, const float* HWY_RESTRICT q, const float* HWY_RESTR
 // Rows [0, rows) of one kv head: row i has query q_rows[i], attends the
 // positions [0, lens[i]) and writes out_rows[i] (all head_dim floats).
 template <typename T>
-HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens,
-                            float* const* out_rows, size_t rows, const KvView& kv,
-                            size_t kv_offset, size_t head_dim, float scale,
-                            const GroupScratch& s) {
+HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, float* const* out_rows,
+                            size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
+                            float scale, const GroupScratch& s) {
   const hn::CappedTag<float, 16> d;
   const size_t N = hn::Lanes(d);
   size_t max_len = 0;
@@ -271,23 +296,40 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens,
     s.sum[i] = 0.0f;
     std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
   }
-  float scores[kScoreBlock];
+  // Many rows (a prefill task): K is stored transposed so scores come out
+  // position-parallel with no reductions; the transposition is paid once per
+  // block for all rows. Few rows (decode): a dot product per position.
+  const bool transposed = rows >= kTransposedRows;
+  HWY_ALIGN float scores[kScoreBlock];
   for (size_t p0 = 0; p0 < max_len; p0 += kScoreBlock) {
     const size_t count = std::min(kScoreBlock, max_len - p0);
     for (size_t p = 0; p < count; ++p) {
       const T* k = KvHeadRow<T>(kv, kv.k_pages, p0 + p, kv_offset);
       const T* v = KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset);
       for (size_t c = 0; c < head_dim; c += N) {
-        hn::StoreU(LoadF32(d, k + c), d, s.kb + p * head_dim + c);
+        if (transposed) {
+          float widened[16];
+          hn::StoreU(LoadF32(d, k + c), d, widened);
+          for (size_t j = 0; j < N; ++j) s.kb[(c + j) * kScoreBlock + p] = widened[j];
+        } else {
+          hn::StoreU(LoadF32(d, k + c), d, s.kb + p * head_dim + c);
+        }
         hn::StoreU(LoadF32(d, v + c), d, s.vb + p * head_dim + c);
+      }
+    }
+    if (transposed && count < kScoreBlock) {  // the scores kernel reads whole columns
+      for (size_t c = 0; c < head_dim; ++c) {
+        std::fill(s.kb + c * kScoreBlock + count, s.kb + (c + 1) * kScoreBlock, 0.0f);
       }
     }
     for (size_t i = 0; i < rows; ++i) {
       if (lens[i] <= p0) continue;
       const size_t n = std::min(count, lens[i] - p0);
       float block_max = -INFINITY;
+      if (transposed) ScoresTransposed(d, q_rows[i], s.kb, head_dim, scores);
       for (size_t p = 0; p < n; ++p) {
-        scores[p] = DotF32(d, q_rows[i], s.kb + p * head_dim, head_dim) * scale;
+        scores[p] =
+            (transposed ? scores[p] : DotF32(d, q_rows[i], s.kb + p * head_dim, head_dim)) * scale;
         block_max = std::max(block_max, scores[p]);
       }
       const float new_max = std::max(s.max[i], block_max);

@@ -73,7 +73,7 @@ namespace {
 
 // Tokens per grouped-attention task, and the positions of one widened K/V
 // block (the kernel's kScoreBlock).
-constexpr size_t kAttentionTokenBlock = 16;
+constexpr size_t kAttentionTokenBlock = 32;
 constexpr size_t kGroupBlock = 64;
 
 size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
