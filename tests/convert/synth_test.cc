@@ -140,3 +140,48 @@ TEST(Synth, UnknownPresetListsThePresets) {
 
 }  // namespace
 }  // namespace pocket
+
+namespace pocket {
+namespace {
+
+// q4 matrices whose rows 16 divides are written rows16 by default and
+// row-major on request, with the same dequantized values; everything else
+// stays row-major.
+TEST(SynthLayout, Rows16ByDefaultRowMajorOnRequest) {
+  SynthOptions options{"tiny-qwen3", 5, TokenizerFor("tiny-qwen3")};
+  auto model = SynthesizeModel(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  QuantOptions packed = *ParseQuantOptions("q4", "", 32);
+  QuantOptions planar = packed;
+  ASSERT_TRUE(ParseLayoutOption("row_major", &planar).ok());
+  EXPECT_FALSE(ParseLayoutOption("rows8", &planar).ok());
+  const std::string dir = MakeTempDir("synth_layout");
+  ASSERT_TRUE(WritePocketModel(*model, packed, dir + "/packed.pocket", nullptr).ok());
+  ASSERT_TRUE(WritePocketModel(*model, planar, dir + "/planar.pocket", nullptr).ok());
+  const std::string a = ReadFile(dir + "/packed.pocket"), b = ReadFile(dir + "/planar.pocket");
+  auto fa = PocketFile::FromMemory(reinterpret_cast<const uint8_t*>(a.data()), a.size());
+  auto fb = PocketFile::FromMemory(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  EXPECT_EQ(a.size(), b.size());
+  size_t rows16 = 0;
+  for (const TensorInfo& t : (*fa)->tensors()) {
+    const TensorInfo* u = (*fb)->FindTensor(t.name);
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(u->layout, TensorLayout::kRowMajor) << t.name;
+    const bool expect_rows16 = t.dtype == DType::kQ4 && t.rows() % 16 == 0;
+    EXPECT_EQ(t.layout == TensorLayout::kRows16, expect_rows16) << t.name;
+    rows16 += expect_rows16;
+    std::vector<float> ra(t.cols()), rb(t.cols());
+    for (uint64_t r = 0; r < t.rows(); r += 7) {
+      DequantizeRow((*fa)->TensorData(t), t.dtype, t.layout, t.rows(), t.cols(), t.group, r,
+                    ra.data());
+      DequantizeRow((*fb)->TensorData(*u), u->dtype, u->layout, u->rows(), u->cols(), u->group, r,
+                    rb.data());
+      ASSERT_EQ(ra, rb) << t.name << " row " << r;
+    }
+  }
+  EXPECT_GT(rows16, 0u);
+}
+
+}  // namespace
+}  // namespace pocket

@@ -27,4 +27,8 @@ printf '%s' "$out" | grep -q -F -e "$re"]=])
     ${_cli} synth --preset tiny-llama --seed 3 -o ${_out}/tiny-llama.pocket)
   pocket_convert_cli_test(synth_cli_unknown_preset 2 "presets: pocket-0.3b"
     ${_cli} synth --preset nope -o ${_out}/x.pocket)
+  pocket_convert_cli_test(synth_cli_bad_layout 2 "--layout 'rows8' is not a layout"
+    ${_cli} synth --preset tiny-llama --layout rows8 -o ${_out}/x.pocket)
+  pocket_convert_cli_test(convert_cli_bad_layout 2 "--layout 'planar' is not a layout"
+    ${_cli} convert ${_data}/stories260K-hf --layout planar -o ${_out}/x.pocket)
 endif()

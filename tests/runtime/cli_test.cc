@@ -94,6 +94,7 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli("run -m '" + model + "' -p x --kv-policy drop").exit_code, 2);
   EXPECT_EQ(RunCli("run -m '" + model + "' -p x --bogus").exit_code, 2);
   EXPECT_EQ(RunCli("bench -m '" + model + "' -r 0").exit_code, 2);
+  EXPECT_EQ(RunCli("run -m '" + model + "' -p x --quant-math int4").exit_code, 2);
   EXPECT_EQ(RunCli("run -m /nonexistent.pocket -p x").exit_code, 1);
   EXPECT_EQ(RunCli("run -m '" + model + "' -p x --backend metal").exit_code, 1);
   EXPECT_EQ(RunCli("run --help").exit_code, 0);
