@@ -112,6 +112,7 @@ Json Describe(const std::string& path, const PocketFile& f, std::string* errors)
     tensors.push_back({{"name", t.name},
                        {"dtype", DTypeName(t.dtype)},
                        {"group", t.group},
+                       {"layout", LayoutName(t.layout)},
                        {"shape", t.shape},
                        {"offset", t.offset},
                        {"bytes", t.nbytes}});
@@ -168,10 +169,12 @@ void PrintText(const Json& d) {
     std::printf("  special tokens   %s\n", specials.empty() ? "none" : specials.c_str());
   }
   std::printf("\ntensors (%s)\n", Str(d["n_tensors"]).c_str());
-  std::printf("  %-40s %-5s %5s %-24s %12s\n", "name", "dtype", "group", "shape", "bytes");
+  std::printf("  %-40s %-5s %5s %-9s %-24s %12s\n", "name", "dtype", "group", "layout", "shape",
+              "bytes");
   for (const Json& t : d["tensors"]) {
-    std::printf("  %-40s %-5s %5s %-24s %12s\n", Str(t["name"]).c_str(), Str(t["dtype"]).c_str(),
-                Str(t["group"]).c_str(), Str(t["shape"]).c_str(), Str(t["bytes"]).c_str());
+    std::printf("  %-40s %-5s %5s %-9s %-24s %12s\n", Str(t["name"]).c_str(),
+                Str(t["dtype"]).c_str(), Str(t["group"]).c_str(), Str(t["layout"]).c_str(),
+                Str(t["shape"]).c_str(), Str(t["bytes"]).c_str());
   }
   std::printf("\nparameters       %s (%s)\n", Str(d["parameters_human"]).c_str(),
               Str(d["parameters"]).c_str());
