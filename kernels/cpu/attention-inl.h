@@ -301,20 +301,21 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
   // block for all rows. Few rows (decode): a dot product per position.
   const bool transposed = rows >= kTransposedRows;
   HWY_ALIGN float scores[kScoreBlock];
+  HWY_ALIGN float widened[kMaxGroupHeadDim];
   for (size_t p0 = 0; p0 < max_len; p0 += kScoreBlock) {
     const size_t count = std::min(kScoreBlock, max_len - p0);
     for (size_t p = 0; p < count; ++p) {
       const T* k = KvHeadRow<T>(kv, kv.k_pages, p0 + p, kv_offset);
       const T* v = KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset);
+      // Transposed K goes through a widened row, scattered once for all the
+      // task's rows.
+      float* k_row = transposed ? widened : s.kb + p * head_dim;
       for (size_t c = 0; c < head_dim; c += N) {
-        if (transposed) {
-          float widened[16];
-          hn::StoreU(LoadF32(d, k + c), d, widened);
-          for (size_t j = 0; j < N; ++j) s.kb[(c + j) * kScoreBlock + p] = widened[j];
-        } else {
-          hn::StoreU(LoadF32(d, k + c), d, s.kb + p * head_dim + c);
-        }
+        hn::StoreU(LoadF32(d, k + c), d, k_row + c);
         hn::StoreU(LoadF32(d, v + c), d, s.vb + p * head_dim + c);
+      }
+      if (transposed) {
+        for (size_t c = 0; c < head_dim; ++c) s.kb[c * kScoreBlock + p] = widened[c];
       }
     }
     if (transposed && count < kScoreBlock) {  // the scores kernel reads whole columns
