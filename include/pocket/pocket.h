@@ -89,6 +89,9 @@ typedef struct pocket_model_options {
    * (the reference-accurate path, slower). f32/f16/bf16 weights always use
    * f32 maths. */
   int32_t quant_math;
+  /* Since API version 3. Nonzero pins compute worker i to core i (Linux;
+   * ignored elsewhere); the calling thread is not pinned. Default 0. */
+  int32_t pin_threads;
 } pocket_model_options;
 #define POCKET_QUANT_MATH_INT8 0
 #define POCKET_QUANT_MATH_F32 1

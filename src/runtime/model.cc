@@ -78,6 +78,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
 
   cpu::ThreadPoolOptions pool_options;
   pool_options.num_threads = static_cast<size_t>(options.threads);
+  pool_options.pin_threads = options.pin_threads;
   model->pool_ = std::make_unique<cpu::ThreadPool>(pool_options);
   model->quant_math_ = options.quant_math;
   return model;

@@ -32,6 +32,10 @@ struct ModelOptions {
   // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations
   // (fast, the default) or f32 (the reference-accurate path).
   cpu::QuantMath quant_math = cpu::QuantMath::kInt8;
+  // Pin compute worker i to core i (Linux; elsewhere, or in a cpuset that
+  // forbids it, ignored). The calling thread is left where the OS puts it.
+  // On big.LITTLE phones core numbering decides which cluster that is.
+  bool pin_threads = false;
 };
 
 class Model {

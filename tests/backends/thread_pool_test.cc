@@ -3,6 +3,11 @@
 // nested calls run inline.
 #include "backends/cpu/thread_pool.h"
 
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -109,6 +114,36 @@ TEST(ThreadPoolTest, DefaultUsesAllCoresAndSurvivesIdleSleep) {
   }
   EXPECT_EQ(total.load(), 24);
 }
+
+#ifdef __linux__
+// pin_threads: worker 1 runs on core 1 alone when the process may use core 1,
+// and keeps the process's cores otherwise (pinning never fails a pool).
+TEST(ThreadPoolTest, PinnedWorkerRunsOnItsCore) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  ThreadPool pool(ThreadPoolOptions{2, true});
+  std::atomic<bool> seen{false};
+  cpu_set_t worker;
+  CPU_ZERO(&worker);
+  // Tasks that take a while, so the worker claims some of them.
+  for (int attempt = 0; attempt < 200 && !seen.load(); ++attempt) {
+    pool.ParallelFor(8, [&](size_t, size_t thread) {
+      if (thread == 1 && !seen.exchange(true)) {
+        ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(worker), &worker), 0);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    });
+  }
+  ASSERT_TRUE(seen.load()) << "the worker never ran a task";
+  if (CPU_ISSET(1, &allowed)) {
+    EXPECT_EQ(CPU_COUNT(&worker), 1);
+    EXPECT_TRUE(CPU_ISSET(1, &worker));
+  } else {
+    EXPECT_TRUE(CPU_EQUAL(&worker, &allowed));
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace pocket::cpu

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -30,10 +32,23 @@ inline void WriteFileBytes(const std::string& path, const Bytes& b) {
   out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
+// The TempPath files of this process, removed when it exits.
+inline std::vector<std::string>& TempPaths() {
+  static std::vector<std::string>* paths = [] {
+    std::atexit([] {
+      for (const std::string& p : TempPaths()) std::remove(p.c_str());
+    });
+    return new std::vector<std::string>();
+  }();
+  return *paths;
+}
+
 // Unique per process: ctest runs tests of one binary in parallel processes.
 inline std::string TempPath(const std::string& name) {
-  return std::string(POCKET_BINARY_DIR) + "/format_test_" + std::to_string(::getpid()) + "_" +
-         name;
+  std::string path =
+      std::string(POCKET_BINARY_DIR) + "/format_test_" + std::to_string(::getpid()) + "_" + name;
+  TempPaths().push_back(path);
+  return path;
 }
 
 template <typename T>

@@ -120,7 +120,7 @@ int CmdBench(int argc, char** argv) {
   values.push_back("-p|--n-prompt");
   values.push_back("-n|--n-gen");
   values.push_back("-r|--repetitions");
-  Args args(values, {"-h|--help", "--json", "--roofline"});
+  Args args(values, WithModelBoolFlags({"-h|--help", "--json", "--roofline"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchHelp);
     return kExitUsage;

@@ -27,7 +27,7 @@ int CmdChat(int argc, char** argv) {
   std::vector<std::string> values = ModelValueFlags();
   for (const std::string& f : SamplingValueFlags()) values.push_back(f);
   values.push_back("--system");
-  Args args(values, {"-h|--help", "--think", "--no-think", "--ignore-eos"});
+  Args args(values, WithModelBoolFlags({"-h|--help", "--think", "--no-think", "--ignore-eos"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kChatHelp);
     return kExitUsage;

@@ -69,7 +69,7 @@ int CmdLogits(int argc, char** argv) {
   values.push_back("--tokens");
   values.push_back("--text");
   values.push_back("-o|--out");
-  Args args(values, {"-h|--help"});
+  Args args(values, WithModelBoolFlags({"-h|--help"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kLogitsHelp);
     return kExitUsage;

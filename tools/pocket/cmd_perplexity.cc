@@ -37,7 +37,7 @@ int CmdPerplexity(int argc, char** argv) {
   std::vector<std::string> values = ModelValueFlags();
   values.push_back("-f|--file");
   values.push_back("--ctx");
-  Args args(values, {"-h|--help", "--json"});
+  Args args(values, WithModelBoolFlags({"-h|--help", "--json"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kPerplexityHelp);
     return kExitUsage;

@@ -32,7 +32,8 @@ int CmdRun(int argc, char** argv) {
   for (const std::string& f : SamplingValueFlags()) values.push_back(f);
   values.push_back("-p|--prompt");
   values.push_back("--system");
-  Args args(values, {"-h|--help", "--json", "--chat", "--no-think", "--ignore-eos"});
+  Args args(values,
+            WithModelBoolFlags({"-h|--help", "--json", "--chat", "--no-think", "--ignore-eos"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kRunHelp);
     return kExitUsage;

@@ -13,6 +13,11 @@ std::vector<std::string> ModelValueFlags() {
           "--kv-policy", "--backend",    "--quant-math"};
 }
 
+std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags) {
+  flags.push_back("--pin-threads");
+  return flags;
+}
+
 std::vector<std::string> SamplingValueFlags() {
   return {"-n|--n-predict", "--temp",           "--top-k", "--top-p",
           "--min-p",        "--repeat-penalty", "--seed",  "--stop"};
@@ -26,6 +31,8 @@ const char kModelFlagsHelp[] =
     "  --backend cpu|opencl  compute backend (default cpu; opencl in builds with it)\n"
     "  --quant-math int8|f32 q4/q8 weights on the CPU: int8 activations (default,\n"
     "                        fast) or f32 (the reference-accurate path, slower)\n"
+    "  --pin-threads         pin compute worker i to core i (Linux; the caller's\n"
+    "                        thread is not pinned)\n"
     "  --budget MIB          memory budget in MiB for weights, KV cache, buffers and\n"
     "                        logits (default 300, 0 = unlimited)\n"
     "  --kv-policy error|slide  at the budget: stop with an error (default), or drop\n"
@@ -94,6 +101,7 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
   ModelOptions options;
   options.threads = static_cast<int>(threads);
   options.quant_math = math == "f32" ? cpu::QuantMath::kF32 : cpu::QuantMath::kInt8;
+  options.pin_threads = args.Has("--pin-threads");
   options.backend = args.Get("--backend", "cpu");
   const auto start = std::chrono::steady_clock::now();
   auto model = Model::Load(path, options);

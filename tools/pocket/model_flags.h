@@ -17,6 +17,8 @@ namespace pocket::cli {
 std::vector<std::string> ModelValueFlags();     // -m, -t, --kv, --budget, --kv-policy, --backend,
                                                 // --quant-math
 std::vector<std::string> SamplingValueFlags();  // -n, --temp, --top-k, ..., --seed
+// A command's own switches plus the model's (--pin-threads).
+std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags);
 extern const char kModelFlagsHelp[];
 extern const char kSamplingFlagsHelp[];
 
