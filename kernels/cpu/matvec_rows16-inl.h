@@ -148,6 +148,34 @@ HWY_INLINE void Rows16GemvInt8(const Rows16Weights& w, const QuantizedActs& a, c
   }
 }
 
+// The activations of tokens t .. t + 3 of n (the last token stands in for
+// those past the end, whose results are not stored).
+struct TokenQuad {
+  const int8_t* x[4];
+  const float* dx[4];
+  const float* xs[4];
+};
+HWY_INLINE TokenQuad TokensAt(const Rows16Weights& w, const QuantizedActs& a, size_t n, size_t t) {
+  TokenQuad q;
+  for (size_t k = 0; k < 4; ++k) {
+    const size_t tok = std::min(t + k, n - 1);
+    q.x[k] = a.q + tok * w.cols;
+    q.dx[k] = a.d + tok * w.groups;
+    q.xs[k] = a.s + tok * w.groups;
+  }
+  return q;
+}
+
+// Rows [r, r + L) of tokens t .. t + 3 of out[n, rows], those that exist.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE void StoreTokens(DF df, V f0, V f1, V f2, V f3, const float* bias, size_t r, size_t t,
+                            size_t n, size_t rows, float* HWY_RESTRICT out) {
+  StoreRows(df, f0, bias, r, out + t * rows);
+  if (t + 1 < n) StoreRows(df, f1, bias, r, out + (t + 1) * rows);
+  if (t + 2 < n) StoreRows(df, f2, bias, r, out + (t + 2) * rows);
+  if (t + 3 < n) StoreRows(df, f3, bias, r, out + (t + 3) * rows);
+}
+
 // Targets with 32 vector registers (AVX-512, aarch64 NEON and SVE) tile two
 // lane blocks by 4 tokens, so each activation broadcast feeds two dots.
 #if HWY_TARGET <= HWY_AVX3 || HWY_ARCH_ARM_A64
@@ -168,15 +196,10 @@ HWY_INLINE void Rows16TilePair(const Rows16Weights& w, const QuantizedActs& a, s
   const hn::Repartition<int8_t, Rows16Tag> di8;
   const size_t L = hn::Lanes(d32);
   const auto low4 = hn::Set(du8, 0x0F);
-  const int8_t* x[4];
-  const float* dx[4];
-  const float* xs[4];
-  for (size_t k = 0; k < 4; ++k) {
-    const size_t tok = std::min(t + k, n - 1);
-    x[k] = a.q + tok * w.cols;
-    dx[k] = a.d + tok * w.groups;
-    xs[k] = a.s + tok * w.groups;
-  }
+  const TokenQuad q = TokensAt(w, a, n, t);
+  const int8_t* const* x = q.x;
+  const float* const* dx = q.dx;
+  const float* const* xs = q.xs;
   auto f00 = hn::Zero(df), f01 = hn::Zero(df), f02 = hn::Zero(df), f03 = hn::Zero(df);
   auto f10 = hn::Zero(df), f11 = hn::Zero(df), f12 = hn::Zero(df), f13 = hn::Zero(df);
   for (size_t g = 0; g < w.groups; ++g) {
@@ -219,20 +242,8 @@ HWY_INLINE void Rows16TilePair(const Rows16Weights& w, const QuantizedActs& a, s
     f12 = scale_add(i12, s1, m1, 2, f12);
     f13 = scale_add(i13, s1, m1, 3, f13);
   }
-  StoreRows(df, f00, bias, r, out + t * w.rows);
-  StoreRows(df, f10, bias, r + L, out + t * w.rows);
-  if (t + 1 < n) {
-    StoreRows(df, f01, bias, r, out + (t + 1) * w.rows);
-    StoreRows(df, f11, bias, r + L, out + (t + 1) * w.rows);
-  }
-  if (t + 2 < n) {
-    StoreRows(df, f02, bias, r, out + (t + 2) * w.rows);
-    StoreRows(df, f12, bias, r + L, out + (t + 2) * w.rows);
-  }
-  if (t + 3 < n) {
-    StoreRows(df, f03, bias, r, out + (t + 3) * w.rows);
-    StoreRows(df, f13, bias, r + L, out + (t + 3) * w.rows);
-  }
+  StoreTokens(df, f00, f01, f02, f03, bias, r, t, n, w.rows, out);
+  StoreTokens(df, f10, f11, f12, f13, bias, r + L, t, n, w.rows, out);
 }
 #endif  // POCKET_ROWS16_GEMM_PAIRS
 
@@ -256,15 +267,10 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
 #endif
   for (; r < r1; r += L) {
     for (size_t t = 0; t < n; t += 4) {
-      const int8_t* x[4];
-      const float* dx[4];
-      const float* xs[4];
-      for (size_t k = 0; k < 4; ++k) {
-        const size_t tok = std::min(t + k, n - 1);
-        x[k] = a.q + tok * w.cols;
-        dx[k] = a.d + tok * w.groups;
-        xs[k] = a.s + tok * w.groups;
-      }
+      const TokenQuad q = TokensAt(w, a, n, t);
+      const int8_t* const* x = q.x;
+      const float* const* dx = q.dx;
+      const float* const* xs = q.xs;
       auto f0 = hn::Zero(df), f1 = hn::Zero(df), f2 = hn::Zero(df), f3 = hn::Zero(df);
       for (size_t g = 0; g < w.groups; ++g) {
         const Rows16Lanes p = LanesAt(w, r, g);
@@ -290,10 +296,7 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
         f2 = ScaleGroup(df, p, lo2, hi2, dx[2][g], xs[2][g], f2);
         f3 = ScaleGroup(df, p, lo3, hi3, dx[3][g], xs[3][g], f3);
       }
-      StoreRows(df, f0, bias, r, out + t * w.rows);
-      if (t + 1 < n) StoreRows(df, f1, bias, r, out + (t + 1) * w.rows);
-      if (t + 2 < n) StoreRows(df, f2, bias, r, out + (t + 2) * w.rows);
-      if (t + 3 < n) StoreRows(df, f3, bias, r, out + (t + 3) * w.rows);
+      StoreTokens(df, f0, f1, f2, f3, bias, r, t, n, w.rows, out);
     }
   }
 }

@@ -137,6 +137,11 @@ void RowsInt8(const LinearOut& item, const QuantizedActs& acts, size_t n, size_t
 
 size_t ActGroup(const WeightView& w) { return w.dtype == DType::kQ8 ? kQ8Group : w.group; }
 
+// Rows per kernel block, so thread ranges never split one.
+size_t RowAlign(const WeightView& w) {
+  return w.layout == TensorLayout::kRows16 ? kRows16Block : kRowAlign;
+}
+
 }  // namespace
 
 bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t count,
@@ -182,18 +187,15 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
   size_t parts[kMaxLinearGroup];
   for (size_t i = 0; i < count; ++i) {
     const WeightView& w = items[i].w;
-    const size_t align = w.layout == TensorLayout::kRows16 ? kRows16Block : kRowAlign;
-    const size_t blocks = (w.rows + align - 1) / align;
+    const size_t blocks = (w.rows + RowAlign(w) - 1) / RowAlign(w);
     parts[i] = std::min(blocks, std::max<size_t>(1, want * w.rows / total_rows));
     task_begin[i + 1] = task_begin[i] + parts[i];
   }
   ParallelOrInline(pool, task_begin[count], [&](size_t task, size_t) {
     size_t i = 0;
     while (task >= task_begin[i + 1]) ++i;
-    const WeightView& w = items[i].w;
-    const size_t align = w.layout == TensorLayout::kRows16 ? kRows16Block : kRowAlign;
     size_t r0, r1;
-    SplitRange(w.rows, align, parts[i], task - task_begin[i], &r0, &r1);
+    SplitRange(items[i].w.rows, RowAlign(items[i].w), parts[i], task - task_begin[i], &r0, &r1);
     if (r0 < r1) RowsInt8(items[i], acts, n, r0, r1);
   });
   return true;

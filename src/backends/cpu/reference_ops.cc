@@ -1,7 +1,5 @@
 #include "backends/cpu/reference_ops.h"
 
-#include "quant/rows16.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +14,23 @@ uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
   return v;
+}
+
+// One stored weight: its code and its group's f16 scale and min (0 for q8).
+struct StoredWeight {
+  uint8_t code;
+  uint16_t scale, min;
+};
+
+// Weight (row, col) of a q4 rows16 tensor, read straight from dtype.h's
+// picture (independent of quant/rows16.cc, which the kernels' tests check).
+StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
+  const size_t record_bytes = 8 * w.group + 64, i = row % 16, k = col % w.group;
+  const uint8_t* record = w.data + ((row / 16) * (w.cols / w.group) + col / w.group) * record_bytes;
+  const uint8_t byte = record[(k / 8) * 64 + 4 * i + k % 4];
+  const uint8_t* meta = record + 8 * w.group;
+  return StoredWeight{static_cast<uint8_t>(k % 8 < 4 ? byte & 0xF : byte >> 4),
+                      LoadU16(meta + 2 * i), LoadU16(meta + 32 + 2 * i)};
 }
 
 size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
@@ -117,8 +132,8 @@ void DequantizeRow(const WeightView& w, size_t row, float* out) {
   const size_t cols = w.cols;
   if (w.layout == TensorLayout::kRows16) {
     for (size_t j = 0; j < cols; ++j) {
-      const Q4Element e = Rows16Element(w.data, cols, w.group, row, j);
-      out[j] = F16ToF32(e.scale_f16) * static_cast<float>(e.code) + F16ToF32(e.min_f16);
+      const StoredWeight e = Rows16Weight(w, row, j);
+      out[j] = F16ToF32(e.scale) * static_cast<float>(e.code) + F16ToF32(e.min);
     }
     return;
   }
@@ -203,9 +218,9 @@ void LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias
   const uint8_t* mins = scales + w.rows * groups * 2;
   // Weight (r, col) as stored: its code and its group's f16 scale and min.
   auto element = [&](size_t r, size_t col) {
-    if (rows16) return Rows16Element(w.data, w.cols, w.group, r, col);
+    if (rows16) return Rows16Weight(w, r, col);
     const size_t g = col / group, j = col % group, at = (r * groups + g) * 2;
-    Q4Element e{0, LoadU16(scales + at), q4 ? LoadU16(mins + at) : uint16_t{0}};
+    StoredWeight e{0, LoadU16(scales + at), q4 ? LoadU16(mins + at) : uint16_t{0}};
     if (q4) {
       const uint8_t byte = w.data[r * code_bytes + g * group / 2 + j % (group / 2)];
       e.code = j < group / 2 ? (byte & 0xF) : (byte >> 4);
@@ -222,16 +237,16 @@ void LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias
       double sum = 0.0;
       for (size_t g = 0; g < groups; ++g) {
         int64_t dot = 0;
-        Q4Element first{};
+        StoredWeight first{};
         for (size_t j = 0; j < group; ++j) {
           const size_t col = g * group + j;
-          const Q4Element e = element(r, col);
+          const StoredWeight e = element(r, col);
           if (j == 0) first = e;
           const int code = q4 ? e.code : static_cast<int8_t>(e.code);
           dot += static_cast<int64_t>(code) * q[col];
         }
-        sum += static_cast<double>(F16ToF32(first.scale_f16)) * d[g] * static_cast<double>(dot);
-        if (q4) sum += static_cast<double>(F16ToF32(first.min_f16)) * s[g];
+        sum += static_cast<double>(F16ToF32(first.scale)) * d[g] * static_cast<double>(dot);
+        if (q4) sum += static_cast<double>(F16ToF32(first.min)) * s[g];
       }
       out[t * w.rows + r] = static_cast<float>(sum) + (bias ? bias[r] : 0.0f);
     }
