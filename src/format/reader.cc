@@ -50,6 +50,10 @@ Status CheckJsonObject(std::string_view text, const char* what) {
 
 PocketFile::~PocketFile() = default;
 
+size_t PocketFile::ReleaseMetadataPages() const {
+  return mapping_ == nullptr ? 0 : mapping_->Release(0, static_cast<size_t>(data_offset()));
+}
+
 StatusOr<std::unique_ptr<PocketFile>> PocketFile::Open(const std::string& path) {
   POCKET_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapping, MappedFile::Open(path));
   std::unique_ptr<PocketFile> f(new PocketFile());

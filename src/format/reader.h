@@ -26,8 +26,7 @@ class PocketFile {
   static StatusOr<std::unique_ptr<PocketFile>> Open(const std::string& path);
   // Validates bytes already in memory (not copied; must outlive the
   // result). Used by tests and the fuzzer.
-  static StatusOr<std::unique_ptr<PocketFile>> FromMemory(const uint8_t* data,
-                                                          size_t size);
+  static StatusOr<std::unique_ptr<PocketFile>> FromMemory(const uint8_t* data, size_t size);
   ~PocketFile();
 
   uint16_t major() const { return header_.major; }
@@ -46,6 +45,12 @@ class PocketFile {
   const uint8_t* TensorData(const TensorInfo& t) const { return data_ + t.offset; }
   uint64_t data_offset() const { return static_cast<uint64_t>(data_ - base_); }
   uint64_t data_size() const { return data_size_; }
+
+  // Drops the resident pages before the data section (header, config,
+  // tokenizer, graph, directory) once the loader has parsed them into its own
+  // structures; reading them again faults them back in. Returns the bytes
+  // released; 0 for FromMemory files.
+  size_t ReleaseMetadataPages() const;
 
   // Checks every section's CRC32C including the tensor data (reads the whole
   // file). The error lists each mismatching section.

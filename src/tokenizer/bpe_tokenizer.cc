@@ -109,8 +109,7 @@ Status BpeTokenizer::Validate() const {
 
 Status BpeTokenizer::BuildIndexes() {
   const int32_t n = d_.size();
-  by_text_.Reset(n);
-  for (int32_t i = 0; i < n; ++i) by_text_.Insert(d_.token(i), i);
+  by_text_.Build(d_.pool, d_.offsets);
   merges_.Build(d_.merges);
   std::vector<AddedToken> added;
   for (int32_t i = 0; i < n; ++i) {

@@ -1,7 +1,5 @@
 #include "tokenizer/flat_hash.h"
 
-#include <cstring>
-
 namespace pocket::tok {
 namespace {
 
@@ -16,22 +14,22 @@ size_t TableSize(size_t n) {
 
 void MergeTable::Build(const std::vector<int32_t>& triples) {
   const size_t n = triples.size() / 3;
-  slots_.assign(TableSize(n), Slot{0, -1, -1});
+  triples_ = triples.data();
+  slots_.assign(TableSize(n), -1);
   mask_ = slots_.size() - 1;
   for (size_t r = 0; r < n; ++r) {
-    const uint64_t key = Key(triples[3 * r], triples[3 * r + 1]);
-    size_t i = Hash(key) & mask_;
+    const int32_t left = triples[3 * r], right = triples[3 * r + 1];
+    size_t i = Hash(left, right) & mask_;
     // A repeated pair keeps its first (lowest) rank, like HF.
-    while (slots_[i].rank >= 0 && slots_[i].key != key) i = (i + 1) & mask_;
-    if (slots_[i].rank < 0) {
-      slots_[i] = Slot{key, static_cast<int32_t>(r), triples[3 * r + 2]};
+    for (;; i = (i + 1) & mask_) {
+      const int32_t s = slots_[i];
+      if (s < 0) {
+        slots_[i] = static_cast<int32_t>(r);
+        break;
+      }
+      if (triples[3 * s] == left && triples[3 * s + 1] == right) break;
     }
   }
-}
-
-void StringTable::Reset(size_t expected) {
-  slots_.assign(TableSize(expected), Slot{nullptr, 0, -1});
-  mask_ = slots_.size() - 1;
 }
 
 uint64_t StringTable::Hash(std::string_view s) {
@@ -43,24 +41,23 @@ uint64_t StringTable::Hash(std::string_view s) {
   return h ^ (h >> 29);
 }
 
-void StringTable::Insert(std::string_view key, int32_t id) {
-  if (key.empty()) return;  // no token is the empty string
-  for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-    Slot& s = slots_[i];
-    if (s.id < 0) {
-      s = Slot{key.data(), static_cast<uint32_t>(key.size()), id};
-      return;
+void StringTable::Build(std::string_view pool, const std::vector<uint32_t>& offsets) {
+  const size_t n = offsets.empty() ? 0 : offsets.size() - 1;
+  pool_ = pool.data();
+  offsets_ = offsets.data();
+  slots_.assign(TableSize(n), -1);
+  mask_ = slots_.size() - 1;
+  for (size_t id = 0; id < n; ++id) {
+    const std::string_view key = Key(static_cast<int32_t>(id));
+    if (key.empty()) continue;  // no token is the empty string
+    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
+      const int32_t s = slots_[i];
+      if (s < 0) {
+        slots_[i] = static_cast<int32_t>(id);
+        break;
+      }
+      if (Key(s) == key) break;
     }
-    if (s.size == key.size() && std::memcmp(s.data, key.data(), key.size()) == 0) return;
-  }
-}
-
-int32_t StringTable::Find(std::string_view key) const {
-  if (slots_.empty() || key.empty()) return -1;
-  for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-    const Slot& s = slots_[i];
-    if (s.id < 0) return -1;
-    if (s.size == key.size() && std::memcmp(s.data, key.data(), key.size()) == 0) return s.id;
   }
 }
 

@@ -26,6 +26,14 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops the resident pages wholly inside [offset, offset + size) from this
+  // process's memory; a later read faults them back in from the file, so
+  // nothing is lost. For ranges that were parsed into other structures at
+  // load (tokenizer, graph) and would otherwise count against the memory
+  // budget until unloaded. Returns the bytes released (0 where the OS
+  // declines).
+  size_t Release(size_t offset, size_t size) const;
+
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)
       : path_(std::move(path)), data_(data), size_(size) {}
