@@ -1,11 +1,16 @@
-// Causal attention of one query head over the cached positions [0, len) of
-// its kv head, with a single pass over K and V (online softmax): positions
-// are scored in blocks of kScoreBlock; each block rescales the running sum
-// and output by exp(old_max - new_max) and adds its exp(score - new_max)
-// weighted V rows. Scores, exponentials (Highway's vector Exp) and the output
-// accumulator are all f32; K/V are read as stored and widened (f16), or as
-// q8 codes whose row scale multiplies the score or the softmax weight once
-// per row instead of every value.
+// Causal attention of query heads over the cached positions [0, len) of
+// their kv head, with a single pass over K and V (online softmax): positions
+// are scored in blocks of at most kScoreBlock; each block rescales the
+// running sum and output by exp(old_max - new_max) and adds its
+// exp(score - new_max) weighted V rows. Scores, exponentials (Highway's
+// vector Exp) and the output accumulator are all f32.
+//
+// f32/f16 caches (AttendGroup): every query row of one kv head passes over
+// the cache together; K is channel-major (ops.h), so a block's keys widen
+// into a head_dim x positions tile with contiguous loads and scores come out
+// a vector of positions at a time. q8 caches (AttendHeadQ8): one query head
+// at a time over token-major rows, the row scale multiplying the score or
+// the softmax weight once per row instead of every value.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_INL_H_
@@ -30,8 +35,6 @@ namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kScoreBlock = 64;
-// Largest head the grouped kernel's scratch is sized for.
-constexpr size_t kMaxGroupHeadDim = 256;
 
 // out[count] = exp(s[count] - max) in place; returns their sum.
 HWY_INLINE float ExpShifted(float* HWY_RESTRICT s, size_t count, float max) {
@@ -61,20 +64,6 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT acc, float scale, size_t count) {
   size_t i = 0;
   for (; i + N <= count; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, acc + i), vs), d, acc + i);
   for (; i < count; ++i) acc[i] *= scale;
-}
-
-// acc[count] += weight * v[count] (v widened from T).
-template <typename T>
-HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight, const T* HWY_RESTRICT v,
-                             size_t count) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  const auto vw = hn::Set(d, weight);
-  size_t i = 0;
-  for (; i + N <= count; i += N) {
-    hn::StoreU(hn::MulAdd(vw, LoadF32(d, v + i), hn::LoadU(d, acc + i)), d, acc + i);
-  }
-  for (; i < count; ++i) acc[i] += weight * ScalarF32(v + i);
 }
 
 // x[n] = H x in place, H the orthonormal Walsh-Hadamard matrix of order n (a
@@ -130,32 +119,27 @@ HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight,
   for (; i < count; ++i) acc[i] += weight * static_cast<float>(codes[i]);
 }
 
-// Address of kv head `kv_offset / head_dim` of cache position t.
+// Address of kv head `kv_offset / head_dim` of cache position t in
+// token-major pages (V; q8 K).
 template <typename T>
 HWY_INLINE const T* KvHeadRow(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
   return static_cast<const T*>(pages[t / kv.page_tokens]) + (t % kv.page_tokens) * kv.row_stride +
          kv_offset;
 }
 
-// The factor that turns the stored values of that head row into f32: its
-// f16 scale for q8 codes (ops.h gives the page layout), 1 otherwise.
-template <typename T>
-HWY_INLINE float KvHeadScale(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
-  if constexpr (std::is_same_v<T, int8_t>) {
-    const uint8_t* page = static_cast<const uint8_t*>(pages[t / kv.page_tokens]);
-    const size_t heads = kv.row_stride / kv.head_dim;
-    return HalfAt(page + kv.page_tokens * kv.row_stride +
-                  ((t % kv.page_tokens) * heads + kv_offset / kv.head_dim) * 2);
-  } else {
-    return 1.0f;
-  }
+// The f16 scale of that head row of a q8 cache (ops.h gives the page layout).
+HWY_INLINE float KvHeadScaleQ8(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
+  const uint8_t* page = static_cast<const uint8_t*>(pages[t / kv.page_tokens]);
+  const size_t heads = kv.row_stride / kv.head_dim;
+  return HalfAt(page + kv.page_tokens * kv.row_stride +
+                ((t % kv.page_tokens) * heads + kv_offset / kv.head_dim) * 2);
 }
 
-// out[head_dim] = softmax(q . K[0, len) * scale) V[0, len) for one head.
-template <typename T>
-HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t len,
-                           size_t kv_offset, size_t head_dim, float scale,
-                           float* HWY_RESTRICT out) {
+// out[head_dim] = softmax(q . K[0, len) * scale) V[0, len) for one head of a
+// q8 cache.
+HWY_INLINE void AttendHeadQ8(const float* HWY_RESTRICT q, const KvView& kv, size_t len,
+                             size_t kv_offset, size_t head_dim, float scale,
+                             float* HWY_RESTRICT out) {
   float scores[kScoreBlock];
   float running_max = -INFINITY;
   float running_sum = 0.0f;
@@ -165,8 +149,8 @@ HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t
     float block_max = -INFINITY;
     for (size_t p = 0; p < count; ++p) {
       const size_t t = p0 + p;
-      scores[p] = Dot(q, KvHeadRow<T>(kv, kv.k_pages, t, kv_offset), head_dim) *
-                  (KvHeadScale<T>(kv, kv.k_pages, t, kv_offset) * scale);
+      scores[p] = Dot(q, KvHeadRow<int8_t>(kv, kv.k_pages, t, kv_offset), head_dim) *
+                  (KvHeadScaleQ8(kv, kv.k_pages, t, kv_offset) * scale);
       block_max = std::max(block_max, scores[p]);
     }
     const float new_max = std::max(running_max, block_max);
@@ -176,8 +160,8 @@ HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t
     if (correction != 1.0f) ScaleRow(out, correction, head_dim);
     for (size_t p = 0; p < count; ++p) {
       const size_t t = p0 + p;
-      AddScaledRow(out, scores[p] * KvHeadScale<T>(kv, kv.v_pages, t, kv_offset),
-                   KvHeadRow<T>(kv, kv.v_pages, t, kv_offset), head_dim);
+      AddScaledRow(out, scores[p] * KvHeadScaleQ8(kv, kv.v_pages, t, kv_offset),
+                   KvHeadRow<int8_t>(kv, kv.v_pages, t, kv_offset), head_dim);
     }
     running_max = new_max;
   }
@@ -188,12 +172,11 @@ HWY_INLINE void AttendHead(const float* HWY_RESTRICT q, const KvView& kv, size_t
 // ---------------------------------------------------------------------------
 // Grouped attention (f32 and f16 caches): the query rows that share one kv
 // head (the GQA group of every token of a token block) pass over the cache
-// together. Each block of kScoreBlock positions is widened to f32 once into
-// kb/vb and then serves every row; a row keeps its output in registers while
-// it adds the block's weighted V rows. The arithmetic per row is that of
-// AttendHead.
+// together. Each block of positions is widened to f32 once into kb/vb and
+// then serves every row; a row keeps its output in registers while it adds
+// the block's weighted V rows.
 
-// The widened K and V rows of one position block, and the rows' softmax
+// The widened K tile and V rows of one position block, and the rows' softmax
 // state: kb, vb hold kScoreBlock * head_dim floats each; max, sum one float
 // per row.
 struct GroupScratch {
@@ -203,10 +186,22 @@ struct GroupScratch {
   float* sum;
 };
 
-// Whether AttendGroup handles this head size: whole vectors of the tag it uses.
-HWY_INLINE bool GroupHeadDimOk(size_t head_dim) {
+// dst[0, count) = src[0, count) widened to f32, then zeros up to `padded`.
+template <typename T>
+HWY_INLINE void WidenRun(const T* HWY_RESTRICT src, size_t count, size_t padded,
+                         float* HWY_RESTRICT dst) {
   const hn::CappedTag<float, 16> d;
-  return head_dim % hn::Lanes(d) == 0 && head_dim <= kMaxGroupHeadDim;
+  const size_t N = hn::Lanes(d);
+  size_t p = 0;
+  for (; p + N <= count; p += N) hn::StoreU(LoadF32(d, src + p), d, dst + p);
+  for (; p < count; ++p) dst[p] = ScalarF32(src + p);
+  for (; p < padded; ++p) dst[p] = 0.0f;
+}
+
+// Prefetches the `bytes` from p, one hint per cache line.
+HWY_INLINE void PrefetchBytes(const void* p, size_t bytes) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (size_t i = 0; i < bytes; i += 64) hwy::Prefetch(b + i);
 }
 
 // out_row[head_dim] += sum_p w[p] * vb[p, :] for p < count, in chunks of up
@@ -232,45 +227,33 @@ HWY_INLINE void AccumulateV(D d, const float* HWY_RESTRICT w, const float* HWY_R
     hn::StoreU(a2, d, out_row + c + 2 * N);
     hn::StoreU(a3, d, out_row + c + 3 * N);
   }
-  for (; c < head_dim; c += N) {
+  for (; c + N <= head_dim; c += N) {
     auto a = hn::LoadU(d, out_row + c);
     for (size_t p = 0; p < count; ++p) {
       a = hn::MulAdd(hn::Set(d, w[p]), hn::LoadU(d, vb + p * head_dim + c), a);
     }
     hn::StoreU(a, d, out_row + c);
   }
-}
-
-// Positions ahead whose K and V head rows AttendGroup prefetches. In a
-// model the cache of a layer was last touched a whole token ago and comes
-// from DRAM; a head row is 128 bytes every row_stride bytes, a pattern the
-// hardware prefetchers follow poorly, and decode attention stalled on those
-// loads (about 2.0 -> 1.7 ms of a pocket-0.3b token at 512-640 positions).
-constexpr size_t kPrefetchAhead = 16;
-
-template <typename T>
-HWY_INLINE void PrefetchHeadRows(const KvView& kv, size_t t, size_t kv_offset, size_t head_dim) {
-  const auto* k = reinterpret_cast<const uint8_t*>(KvHeadRow<T>(kv, kv.k_pages, t, kv_offset));
-  const auto* v = reinterpret_cast<const uint8_t*>(KvHeadRow<T>(kv, kv.v_pages, t, kv_offset));
-  for (size_t b = 0; b < head_dim * sizeof(T); b += 64) {  // one per cache line
-    hwy::Prefetch(k + b);
-    hwy::Prefetch(v + b);
+  for (; c < head_dim; ++c) {  // head sizes that are not whole vectors
+    float a = out_row[c];
+    for (size_t p = 0; p < count; ++p) a += w[p] * vb[p * head_dim + c];
+    out_row[c] = a;
   }
 }
 
-// Rows from which AttendGroup transposes K blocks.
-constexpr size_t kTransposedRows = 16;
-
-// scores[0, kScoreBlock) = q . kt[:, p]: kt is head_dim rows of kScoreBlock
-// positions; each activation is broadcast against 4 vectors of positions.
+// scores[0, padded) = (q * scale) . kt[:, p]: kt is head_dim rows of
+// kScoreBlock positions (padded is a multiple of the vector length); each
+// scaled activation is broadcast against up to 4 vectors of positions.
 template <class D>
-HWY_INLINE void ScoresTransposed(D d, const float* HWY_RESTRICT q, const float* HWY_RESTRICT kt,
-                                 size_t head_dim, float* HWY_RESTRICT scores) {
+HWY_INLINE void ScoresTransposed(D d, const float* HWY_RESTRICT q, float scale,
+                                 const float* HWY_RESTRICT kt, size_t head_dim, size_t padded,
+                                 float* HWY_RESTRICT scores) {
   const size_t N = hn::Lanes(d);
-  for (size_t p = 0; p < kScoreBlock; p += 4 * N) {  // 4 N divides 64 on every target
+  size_t p = 0;
+  for (; p + 4 * N <= padded; p += 4 * N) {
     auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
     for (size_t c = 0; c < head_dim; ++c) {
-      const auto qc = hn::Set(d, q[c]);
+      const auto qc = hn::Set(d, q[c] * scale);
       const float* row = kt + c * kScoreBlock + p;
       a0 = hn::MulAdd(qc, hn::LoadU(d, row), a0);
       a1 = hn::MulAdd(qc, hn::LoadU(d, row + N), a1);
@@ -282,21 +265,19 @@ HWY_INLINE void ScoresTransposed(D d, const float* HWY_RESTRICT q, const float* 
     hn::StoreU(a2, d, scores + p + 2 * N);
     hn::StoreU(a3, d, scores + p + 3 * N);
   }
+  for (; p < padded; p += N) {
+    auto a = hn::Zero(d);
+    for (size_t c = 0; c < head_dim; ++c) {
+      a = hn::MulAdd(hn::Set(d, q[c] * scale), hn::LoadU(d, kt + c * kScoreBlock + p), a);
+    }
+    hn::StoreU(a, d, scores + p);
+  }
 }
 
-// q . k over head_dim floats (whole vectors).
-template <class D>
-HWY_INLINE float DotF32(D d, const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                        size_t head_dim) {
-  const size_t N = hn::Lanes(d);
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
-  size_t c = 0;
-  for (; c + 2 * N <= head_dim; c += 2 * N) {
-    a0 = hn::MulAdd(hn::LoadU(d, q + c), hn::LoadU(d, k + c), a0);
-    a1 = hn::MulAdd(hn::LoadU(d, q + c + N), hn::LoadU(d, k + c + N), a1);
-  }
-  if (c < head_dim) a0 = hn::MulAdd(hn::LoadU(d, q + c), hn::LoadU(d, k + c), a0);
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+// The positions of the block that starts at p0: up to kScoreBlock, within
+// one page and before `len`.
+HWY_INLINE size_t BlockCount(const KvView& kv, size_t p0, size_t len) {
+  return std::min({kScoreBlock, len - p0, kv.page_tokens - p0 % kv.page_tokens});
 }
 
 // Rows [0, rows) of one kv head: row i has query q_rows[i], attends the
@@ -314,45 +295,40 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     s.sum[i] = 0.0f;
     std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
   }
-  // Many rows (a prefill task): K is stored transposed so scores come out
-  // position-parallel with no reductions; the transposition is paid once per
-  // block for all rows. Few rows (decode): a dot product per position.
-  const bool transposed = rows >= kTransposedRows;
+  const size_t pt = kv.page_tokens;
   HWY_ALIGN float scores[kScoreBlock];
-  HWY_ALIGN float widened[kMaxGroupHeadDim];
-  for (size_t p0 = 0; p0 < max_len; p0 += kScoreBlock) {
-    const size_t count = std::min(kScoreBlock, max_len - p0);
-    for (size_t p = 0; p < count; ++p) {
-      const T* k = KvHeadRow<T>(kv, kv.k_pages, p0 + p, kv_offset);
-      const T* v = KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset);
-      if (p0 + p + kPrefetchAhead < max_len)
-        PrefetchHeadRows<T>(kv, p0 + p + kPrefetchAhead, kv_offset, head_dim);
-      // Transposed K goes through a widened row, scattered once for all the
-      // task's rows.
-      float* k_row = transposed ? widened : s.kb + p * head_dim;
-      for (size_t c = 0; c < head_dim; c += N) {
-        hn::StoreU(LoadF32(d, k + c), d, k_row + c);
-        hn::StoreU(LoadF32(d, v + c), d, s.vb + p * head_dim + c);
-      }
-      if (transposed) {
-        for (size_t c = 0; c < head_dim; ++c) s.kb[c * kScoreBlock + p] = widened[c];
-      }
+  for (size_t p0 = 0, count = 0; p0 < max_len; p0 += count) {
+    count = BlockCount(kv, p0, max_len);
+    const size_t padded = (count + N - 1) / N * N;
+    // In a model the layer's cache was last read a token ago and comes from
+    // DRAM, in runs the hardware prefetchers pick up late: the next block's
+    // runs are requested while this one is widened and scored.
+    const size_t next = p0 + count;
+    const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
+    const T* k_page = static_cast<const T*>(kv.k_pages[p0 / pt]) + p0 % pt;
+    const T* k_next =
+        next_count ? static_cast<const T*>(kv.k_pages[next / pt]) + next % pt : nullptr;
+    for (size_t c = 0; c < head_dim; ++c) {
+      const size_t channel = (kv_offset + c) * pt;
+      WidenRun(k_page + channel, count, padded, s.kb + c * kScoreBlock);
+      if (k_next) PrefetchBytes(k_next + channel, next_count * sizeof(T));
     }
-    if (transposed && count < kScoreBlock) {  // the scores kernel reads whole columns
-      for (size_t c = 0; c < head_dim; ++c) {
-        std::fill(s.kb + c * kScoreBlock + count, s.kb + (c + 1) * kScoreBlock, 0.0f);
+    for (size_t p = 0; p < count; ++p) {
+      WidenRun(KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset), head_dim, head_dim,
+               s.vb + p * head_dim);
+      if (p < next_count) {
+        PrefetchBytes(KvHeadRow<T>(kv, kv.v_pages, next + p, kv_offset), head_dim * sizeof(T));
       }
     }
     for (size_t i = 0; i < rows; ++i) {
       if (lens[i] <= p0) continue;
       const size_t n = std::min(count, lens[i] - p0);
-      float block_max = -INFINITY;
-      if (transposed) ScoresTransposed(d, q_rows[i], s.kb, head_dim, scores);
-      for (size_t p = 0; p < n; ++p) {
-        scores[p] =
-            (transposed ? scores[p] : DotF32(d, q_rows[i], s.kb + p * head_dim, head_dim)) * scale;
-        block_max = std::max(block_max, scores[p]);
-      }
+      ScoresTransposed(d, q_rows[i], scale, s.kb, head_dim, padded, scores);
+      auto vmax = hn::Set(d, -INFINITY);
+      size_t p = 0;
+      for (; p + N <= n; p += N) vmax = hn::Max(vmax, hn::Load(d, scores + p));
+      float block_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+      for (; p < n; ++p) block_max = std::max(block_max, scores[p]);
       const float new_max = std::max(s.max[i], block_max);
       const float correction = std::exp(s.max[i] - new_max);
       s.sum[i] = s.sum[i] * correction + ExpShifted(scores, n, new_max);

@@ -2,7 +2,7 @@
 // and Attention. Attention over f32/f16 caches gives each thread the query
 // rows of one kv head and a block of tokens (AttendGroup of
 // kernels/cpu/attention-inl.h); q8 caches spread (token, head) pairs, each
-// running the one-pass AttendHead.
+// running the one-pass AttendHeadQ8.
 
 #include <algorithm>
 #include <cmath>
@@ -23,29 +23,19 @@
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
 
-void AttendHeadKernel(const float* q, const KvView& kv, size_t len, size_t kv_offset,
-                      size_t head_dim, float scale, float* out) {
-  switch (kv.type) {
-    case KvType::kF32:
-      return AttendHead<float>(q, kv, len, kv_offset, head_dim, scale, out);
-    case KvType::kF16:
-      return AttendHead<hwy::float16_t>(q, kv, len, kv_offset, head_dim, scale, out);
-    case KvType::kQ8:
-      if (!KvRotated(kv)) return AttendHead<int8_t>(q, kv, len, kv_offset, head_dim, scale, out);
-      // Rows hold H k and H v (ops.h): (H q) . (H k) = q . k, and the
-      // weighted sum of the H v rows is H out.
-      float small[256];
-      std::vector<float> large(head_dim > 256 ? head_dim : 0);
-      float* hq = head_dim > 256 ? large.data() : small;
-      std::copy(q, q + head_dim, hq);
-      Hadamard(hq, head_dim);
-      AttendHead<int8_t>(hq, kv, len, kv_offset, head_dim, scale, out);
-      Hadamard(out, head_dim);
-      return;
-  }
+void AttendHeadQ8Kernel(const float* q, const KvView& kv, size_t len, size_t kv_offset,
+                        size_t head_dim, float scale, float* out) {
+  if (!KvRotated(kv)) return AttendHeadQ8(q, kv, len, kv_offset, head_dim, scale, out);
+  // Rows hold H k and H v (ops.h): (H q) . (H k) = q . k, and the weighted
+  // sum of the H v rows is H out.
+  float small[256];
+  std::vector<float> large(head_dim > 256 ? head_dim : 0);
+  float* hq = head_dim > 256 ? large.data() : small;
+  std::copy(q, q + head_dim, hq);
+  Hadamard(hq, head_dim);
+  AttendHeadQ8(hq, kv, len, kv_offset, head_dim, scale, out);
+  Hadamard(out, head_dim);
 }
-
-bool GroupSupported(size_t head_dim) { return GroupHeadDimOk(head_dim); }
 
 void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                        size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
@@ -65,8 +55,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace pocket::cpu {
 
-HWY_EXPORT(AttendHeadKernel);
-HWY_EXPORT(GroupSupported);
+HWY_EXPORT(AttendHeadQ8Kernel);
 HWY_EXPORT(AttendGroupKernel);
 
 namespace {
@@ -81,9 +70,30 @@ size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType
 // The scalar transform of attention-inl.h, for row storage.
 void HadamardRow(float* x, size_t n) { HWY_STATIC_DISPATCH(Hadamard)(x, n); }
 
-uint8_t* RowValues(const KvView& kv, void* const* pages, size_t t) {
-  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) +
-         (t % kv.page_tokens) * kv.row_stride * ElemBytes(kv.type);
+// Where row t's values live: element i at data + i * stride bytes
+// (channel-major K pages interleave the rows of their tokens, ops.h).
+struct RowSpan {
+  uint8_t* data;
+  size_t stride;
+};
+
+RowSpan RowValues(const KvView& kv, void* const* pages, size_t t) {
+  const size_t elem = ElemBytes(kv.type);
+  uint8_t* page = static_cast<uint8_t*>(pages[t / kv.page_tokens]);
+  const size_t j = t % kv.page_tokens;
+  if (KvChannelMajor(kv, pages)) return RowSpan{page + j * elem, kv.page_tokens * elem};
+  return RowSpan{page + j * kv.row_stride * elem, elem};
+}
+
+// Copies n elements of `elem` bytes, one every src_stride bytes of src, to
+// one every dst_stride bytes of dst.
+void CopyStrided(uint8_t* dst, size_t dst_stride, const uint8_t* src, size_t src_stride, size_t n,
+                 size_t elem) {
+  if (dst_stride == elem && src_stride == elem) {
+    std::memcpy(dst, src, n * elem);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, elem);
 }
 
 // The f16 scales of row t (q8 only): after the page's codes.
@@ -98,15 +108,16 @@ uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
 // rounds to nearest even on every target, which Highway's software DemoteTo
 // for pre-F16C targets does not promise.
 void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
-  uint8_t* dst = RowValues(kv, pages, t);
+  const RowSpan row = RowValues(kv, pages, t);
+  uint8_t* dst = row.data;
   switch (kv.type) {
     case KvType::kF32:
-      std::memcpy(dst, x, kv.row_stride * 4);
+      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(dst + i * row.stride, x + i, 4);
       return;
     case KvType::kF16:
       for (size_t i = 0; i < kv.row_stride; ++i) {
         const uint16_t h = F32ToF16(x[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
+        std::memcpy(dst + i * row.stride, &h, 2);
       }
       return;
     case KvType::kQ8: {
@@ -147,31 +158,34 @@ size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim) {
 }
 
 void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
-  const size_t values = kv.row_stride * ElemBytes(kv.type);
-  std::memcpy(bytes, RowValues(kv, pages, t), values);
+  const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
+  const RowSpan row = RowValues(kv, pages, t);
+  CopyStrided(bytes, elem, row.data, row.stride, kv.row_stride, elem);
   if (kv.type == KvType::kQ8) {
     std::memcpy(bytes + values, RowScales(kv, pages, t), kv.row_stride / kv.head_dim * 2);
   }
 }
 
 void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes) {
-  const size_t values = kv.row_stride * ElemBytes(kv.type);
-  std::memcpy(RowValues(kv, pages, t), bytes, values);
+  const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
+  const RowSpan row = RowValues(kv, pages, t);
+  CopyStrided(row.data, row.stride, bytes, elem, kv.row_stride, elem);
   if (kv.type == KvType::kQ8) {
     std::memcpy(RowScales(kv, pages, t), bytes + values, kv.row_stride / kv.head_dim * 2);
   }
 }
 
 void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
-  const uint8_t* src = RowValues(kv, pages, t);
+  const RowSpan row = RowValues(kv, pages, t);
+  const uint8_t* src = row.data;
   switch (kv.type) {
     case KvType::kF32:
-      std::memcpy(out, src, kv.row_stride * 4);
+      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(out + i, src + i * row.stride, 4);
       return;
     case KvType::kF16:
       for (size_t i = 0; i < kv.row_stride; ++i) {
         uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
+        std::memcpy(&h, src + i * row.stride, 2);
         out[i] = F16ToF32(h);
       }
       return;
@@ -236,7 +250,7 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
   }
   const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  if (kv.type != KvType::kQ8 && HWY_DYNAMIC_DISPATCH(GroupSupported)(head_dim)) {
+  if (kv.type != KvType::kQ8) {
     // One task per (kv head, block of tokens): its rows share every widened
     // K/V block. Later token blocks attend more positions, so they come
     // first and the short ones even out the threads at the end.
@@ -279,7 +293,7 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
     for (size_t pair = begin; pair < end; ++pair) {
       const size_t i = pair / n_heads;
       const size_t h = pair % n_heads;
-      HWY_DYNAMIC_DISPATCH(AttendHeadKernel)
+      HWY_DYNAMIC_DISPATCH(AttendHeadQ8Kernel)
       (q + pair * head_dim, kv, n_past + i + 1, (h / group) * head_dim, head_dim, scale,
        out + pair * head_dim);
     }

@@ -27,18 +27,20 @@ struct WeightView {
 
 // The KV cache as the attention kernel sees it: positions [0, n_past + n)
 // of one layer, stored in pages of `page_tokens` tokens. Page p holds tokens
-// [p * page_tokens, (p + 1) * page_tokens); a token's K row (n_kv_heads *
-// head_dim values) starts at element (t % page_tokens) * row_stride of
-// k_pages[p]. q8 pages hold the int8 rows of all their tokens first, then one
-// f16 scale per (token, kv head): the scale of head h of token t is f16
-// number (t % page_tokens) * (row_stride / head_dim) + h after the codes.
-// A q8 head row y is quantized as code * scale with scale = max|y| / 127.
-// When head_dim is a power of two, y is the head's values x in the
-// orthonormal Walsh-Hadamard basis, y = H x with H[i][j] = (-1)^popcount(i & j)
-// / sqrt(head_dim), so x = H y: a few large channels (common in K) are
-// spread over the whole row and no longer set the step for the small ones.
-// Dot products are unchanged by H, so attention rotates the query instead
-// of every row. Other head_dims store x itself.
+// [p * page_tokens, (p + 1) * page_tokens). A token's row is its n_kv_heads *
+// head_dim values. V pages, and K pages of q8 caches, are token-major: row t
+// starts at element (t % page_tokens) * row_stride of v_pages[p]. K pages of
+// f32 and f16 caches are channel-major: element i of row t is element
+// i * page_tokens + t % page_tokens of k_pages[p], so one kv head's keys for
+// consecutive positions are consecutive and decode attention scores a whole
+// vector of positions per multiply-add, with no sums across lanes. q8 pages hold the int8 rows of
+// all their tokens first, then one f16 scale per (token, kv head): the scale of head h of token t
+// is f16 number (t % page_tokens) * (row_stride / head_dim) + h after the codes. A q8 head row y is
+// quantized as code * scale with scale = max|y| / 127. When head_dim is a power of two, y is the
+// head's values x in the orthonormal Walsh-Hadamard basis, y = H x with H[i][j] = (-1)^popcount(i &
+// j) / sqrt(head_dim), so x = H y: a few large channels (common in K) are spread over the whole row
+// and no longer set the step for the small ones. Dot products are unchanged by H, so attention
+// rotates the query instead of every row. Other head_dims store x itself.
 enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
 // "f32", "f16", "q8" (the --kv flag's spelling); "unknown" otherwise.
 inline const char* KvTypeName(KvType type) {
@@ -69,6 +71,11 @@ struct KvRope {
   RopeStyle style = RopeStyle::kNeox;
 };
 
+// Whether `pages` (kv.k_pages or kv.v_pages) is channel-major (see above).
+inline bool KvChannelMajor(const KvView& kv, void* const* pages) {
+  return kv.type != KvType::kQ8 && pages == kv.k_pages;
+}
+
 // Whether q8 rows of `kv` are stored in the Hadamard basis (see above).
 inline bool KvRotated(const KvView& kv) {
   return kv.type == KvType::kQ8 && kv.head_dim > 1 && (kv.head_dim & (kv.head_dim - 1)) == 0;
@@ -77,7 +84,8 @@ inline bool KvRotated(const KvView& kv) {
 // Bytes one token row of a K or V page takes (q8: codes and scales).
 size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim);
 // Copies row t of `pages` (kv.k_pages or kv.v_pages) to or from
-// KvRowBytes(...) bytes: the stored values, then (q8) the row's scales.
+// KvRowBytes(...) bytes: the stored values in element order whatever the
+// page layout, then (q8) the row's scales.
 void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes);
 void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes);
 // Row t of `pages` widened to f32 (row_stride values).

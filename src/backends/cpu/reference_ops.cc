@@ -35,10 +35,13 @@ StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
 
 size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
-// Address of cache row t (all kv heads) in a K or V page table.
-const uint8_t* KvRow(const KvView& kv, void* const* pages, size_t t) {
-  return static_cast<const uint8_t*>(pages[t / kv.page_tokens]) +
-         (t % kv.page_tokens) * kv.row_stride * KvElemBytes(kv.type);
+// Address of element i of cache row t in a K or V page table: K pages of
+// f32/f16 caches are channel-major, the others token-major (ops.h).
+uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
+  const bool channel_major = kv.type != KvType::kQ8 && pages == kv.k_pages;
+  const size_t j = t % kv.page_tokens;
+  const size_t index = channel_major ? i * kv.page_tokens + j : j * kv.row_stride + i;
+  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + index * KvElemBytes(kv.type);
 }
 
 // q8: address of the f16 scale of element i of row t (ops.h's page layout).
@@ -73,18 +76,18 @@ float KvAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 // The value stored for element i of row t (in the Hadamard basis when
 // rotated).
 float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
-  const uint8_t* row = KvRow(kv, pages, t);
+  const uint8_t* at = KvElem(kv, pages, t, i);
   switch (kv.type) {
     case KvType::kF32: {
       float f;
-      std::memcpy(&f, row + 4 * i, 4);
+      std::memcpy(&f, at, 4);
       return f;
     }
     case KvType::kF16:
-      return F16ToF32(LoadU16(row + 2 * i));
+      return F16ToF32(LoadU16(at));
     case KvType::kQ8:
       return F16ToF32(LoadU16(KvScale(kv, pages, t, i))) *
-             static_cast<float>(static_cast<int8_t>(row[i]));
+             static_cast<float>(static_cast<int8_t>(*at));
   }
   return 0.0f;
 }
@@ -93,7 +96,6 @@ float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 // even, q8 per head: x = the values (rotated: H values), scale = f16(max|x| /
 // 127), code = round(x / scale).
 void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* values) {
-  uint8_t* row = const_cast<uint8_t*>(KvRow(kv, pages, t));
   std::vector<float> x(values, values + kv.row_stride);
   if (Rotated(kv)) {
     for (size_t i = 0; i < kv.row_stride; ++i) {
@@ -107,10 +109,10 @@ void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* val
   }
   for (size_t i = 0; i < kv.row_stride; ++i) {
     if (kv.type == KvType::kF32) {
-      std::memcpy(row + 4 * i, &x[i], 4);
+      std::memcpy(KvElem(kv, pages, t, i), &x[i], 4);
     } else if (kv.type == KvType::kF16) {
       const uint16_t h = F32ToF16(x[i]);
-      std::memcpy(row + 2 * i, &h, 2);
+      std::memcpy(KvElem(kv, pages, t, i), &h, 2);
     } else if (i % kv.head_dim == 0) {
       float amax = 0.0f;
       for (size_t j = i; j < i + kv.head_dim; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -119,7 +121,7 @@ void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* val
       const float scale = F16ToF32(h);
       for (size_t j = i; j < i + kv.head_dim; ++j) {
         const float code = scale > 0.0f ? std::nearbyint(x[j] / scale) : 0.0f;
-        row[j] =
+        *KvElem(kv, pages, t, j) =
             static_cast<uint8_t>(static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, code))));
       }
     }
@@ -356,8 +358,8 @@ void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRop
     }
     KvStoreRow(kv, kv.k_pages, dst + t, k.data());
     // V rows move unchanged, scales included.
-    std::memmove(const_cast<uint8_t*>(KvRow(kv, kv.v_pages, dst + t)),
-                 KvRow(kv, kv.v_pages, src + t), value_bytes);
+    std::memmove(KvElem(kv, kv.v_pages, dst + t, 0), KvElem(kv, kv.v_pages, src + t, 0),
+                 value_bytes);
     if (kv.type == KvType::kQ8) {
       for (size_t i = 0; i < kv.row_stride; i += kv.head_dim) {
         std::memmove(KvScale(kv, kv.v_pages, dst + t, i), KvScale(kv, kv.v_pages, src + t, i), 2);
