@@ -103,9 +103,11 @@ BENCHMARK(RunLinear)
     ->Apply(PrefillShapes)
     ->UseRealTime();
 
-// One decode step of one layer: 14 query heads over 2 f16 kv heads of 64.
-void AttentionDecode(benchmark::State& state) {
-  const size_t ctx = state.range(0), heads = 14, kv_heads = 2, head_dim = 64;
+// Attention of one layer's chunk of n tokens whose last one sits at
+// position ctx - 1: 14 query heads over 2 f16 kv heads of 64 (n 1: a decode
+// step; n 64: the last prefill chunk of a ctx-token prompt).
+void RunAttention(benchmark::State& state) {
+  const size_t ctx = state.range(0), n = state.range(2), heads = 14, kv_heads = 2, head_dim = 64;
   const size_t page_tokens = 64, kv_dim = kv_heads * head_dim;
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(1)), false});
   const size_t pages = (ctx + page_tokens - 1) / page_tokens;
@@ -119,19 +121,29 @@ void AttentionDecode(benchmark::State& state) {
   const KvView kv{KvType::kF16, k_pages.data(), v_pages.data(), page_tokens, kv_dim};
   const std::vector<float> k = RandomActivations(ctx * kv_dim);
   KvAppend(kv, 0, k.data(), k.data(), ctx);
-  const std::vector<float> q = RandomActivations(heads * head_dim);
-  std::vector<float> out(heads * head_dim);
+  const std::vector<float> q = RandomActivations(n * heads * head_dim);
+  std::vector<float> out(n * heads * head_dim);
   for (auto _ : state) {
-    Attention(q.data(), 1, ctx - 1, kv, heads, kv_heads, head_dim, out.data(), &pool);
+    Attention(q.data(), n, ctx - n, kv, heads, kv_heads, head_dim, out.data(), &pool);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(KernelTargetName());
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * ctx * kv_dim * 2 * 2));
+  // Multiply-adds of q.k and of the weighted V sum over the causal spans.
+  const double spans = static_cast<double>(n) * (ctx - n) + n * (n + 1) / 2.0;
+  state.counters["GFLOP/s"] = benchmark::Counter(spans * heads * head_dim * 2 * 2 * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(AttentionDecode)
-    ->ArgNames({"ctx", "threads"})
-    ->Args({512, 1})
-    ->Args({512, 2})
+BENCHMARK(RunAttention)
+    ->Name("AttentionDecode")
+    ->ArgNames({"ctx", "threads", "n"})
+    ->Args({512, 1, 1})
+    ->Args({512, 2, 1})
+    ->UseRealTime();
+BENCHMARK(RunAttention)
+    ->Name("AttentionPrefill")
+    ->ArgNames({"ctx", "threads", "n"})
+    ->Args({512, 1, 64})
+    ->Args({512, 2, 64})
     ->UseRealTime();
 
 // One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)
