@@ -118,7 +118,7 @@ void RunAttention(benchmark::State& state) {
     k_pages.push_back(storage[p].data());
     v_pages.push_back(storage[pages + p].data());
   }
-  const KvView kv{KvType::kF16, k_pages.data(), v_pages.data(), page_tokens, kv_dim};
+  const KvView kv{KvType::kF16, k_pages.data(), v_pages.data(), page_tokens, kv_dim, head_dim};
   const std::vector<float> k = RandomActivations(ctx * kv_dim);
   KvAppend(kv, 0, k.data(), k.data(), ctx);
   const std::vector<float> q = RandomActivations(n * heads * head_dim);

@@ -119,12 +119,13 @@ HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight,
   for (; i < count; ++i) acc[i] += weight * static_cast<float>(codes[i]);
 }
 
-// Address of kv head `kv_offset / head_dim` of cache position t in
-// token-major pages (V; q8 K).
+// Address of the values of kv head `kv_offset / head_dim` of cache
+// position t (ops.h's layouts: contiguous in token-major q8 pages and in
+// head-major V pages).
 template <typename T>
 HWY_INLINE const T* KvHeadRow(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
-  return static_cast<const T*>(pages[t / kv.page_tokens]) + (t % kv.page_tokens) * kv.row_stride +
-         kv_offset;
+  return static_cast<const T*>(pages[t / kv.page_tokens]) +
+         KvElemIndex(kv, pages, t % kv.page_tokens, kv_offset);
 }
 
 // The f16 scale of that head row of a q8 cache (ops.h gives the page layout).
@@ -296,6 +297,7 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
   }
   const size_t pt = kv.page_tokens;
+  const size_t v_stride = kv.head_dim != 0 ? kv.head_dim : kv.row_stride;
   HWY_ALIGN float scores[kScoreBlock];
   for (size_t p0 = 0, count = 0; p0 < max_len; p0 += count) {
     count = BlockCount(kv, p0, max_len);
@@ -313,11 +315,20 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
       WidenRun(k_page + channel, count, padded, s.kb + c * kScoreBlock);
       if (k_next) PrefetchBytes(k_next + channel, next_count * sizeof(T));
     }
-    for (size_t p = 0; p < count; ++p) {
-      WidenRun(KvHeadRow<T>(kv, kv.v_pages, p0 + p, kv_offset), head_dim, head_dim,
-               s.vb + p * head_dim);
-      if (p < next_count) {
-        PrefetchBytes(KvHeadRow<T>(kv, kv.v_pages, next + p, kv_offset), head_dim * sizeof(T));
+    // Within a page a head's V rows follow each other every v_stride values
+    // (head-major pages: one contiguous run per block).
+    const T* v_block = KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset);
+    if (v_stride == head_dim) {
+      WidenRun(v_block, count * head_dim, count * head_dim, s.vb);
+    } else {
+      for (size_t p = 0; p < count; ++p) {
+        WidenRun(v_block + p * v_stride, head_dim, head_dim, s.vb + p * head_dim);
+      }
+    }
+    if (next_count) {
+      const T* v_next = KvHeadRow<T>(kv, kv.v_pages, next, kv_offset);
+      for (size_t p = 0; p < next_count; ++p) {
+        PrefetchBytes(v_next + p * v_stride, head_dim * sizeof(T));
       }
     }
     for (size_t i = 0; i < rows; ++i) {

@@ -70,30 +70,10 @@ size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType
 // The scalar transform of attention-inl.h, for row storage.
 void HadamardRow(float* x, size_t n) { HWY_STATIC_DISPATCH(Hadamard)(x, n); }
 
-// Where row t's values live: element i at data + i * stride bytes
-// (channel-major K pages interleave the rows of their tokens, ops.h).
-struct RowSpan {
-  uint8_t* data;
-  size_t stride;
-};
-
-RowSpan RowValues(const KvView& kv, void* const* pages, size_t t) {
-  const size_t elem = ElemBytes(kv.type);
-  uint8_t* page = static_cast<uint8_t*>(pages[t / kv.page_tokens]);
-  const size_t j = t % kv.page_tokens;
-  if (KvChannelMajor(kv, pages)) return RowSpan{page + j * elem, kv.page_tokens * elem};
-  return RowSpan{page + j * kv.row_stride * elem, elem};
-}
-
-// Copies n elements of `elem` bytes, one every src_stride bytes of src, to
-// one every dst_stride bytes of dst.
-void CopyStrided(uint8_t* dst, size_t dst_stride, const uint8_t* src, size_t src_stride, size_t n,
-                 size_t elem) {
-  if (dst_stride == elem && src_stride == elem) {
-    std::memcpy(dst, src, n * elem);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, elem);
+// Address of element i of row t (the page layouts of ops.h).
+uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
+  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) +
+         KvElemIndex(kv, pages, t % kv.page_tokens, i) * ElemBytes(kv.type);
 }
 
 // The f16 scales of row t (q8 only): after the page's codes.
@@ -108,19 +88,18 @@ uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
 // rounds to nearest even on every target, which Highway's software DemoteTo
 // for pre-F16C targets does not promise.
 void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
-  const RowSpan row = RowValues(kv, pages, t);
-  uint8_t* dst = row.data;
   switch (kv.type) {
     case KvType::kF32:
-      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(dst + i * row.stride, x + i, 4);
+      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(ElemAt(kv, pages, t, i), x + i, 4);
       return;
     case KvType::kF16:
       for (size_t i = 0; i < kv.row_stride; ++i) {
         const uint16_t h = F32ToF16(x[i]);
-        std::memcpy(dst + i * row.stride, &h, 2);
+        std::memcpy(ElemAt(kv, pages, t, i), &h, 2);
       }
       return;
     case KvType::kQ8: {
+      uint8_t* dst = ElemAt(kv, pages, t, 0);  // token-major: the row's codes
       uint8_t* scales = RowScales(kv, pages, t);
       std::vector<float> rotated;
       if (KvRotated(kv)) {
@@ -159,8 +138,8 @@ size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim) {
 
 void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
   const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
-  const RowSpan row = RowValues(kv, pages, t);
-  CopyStrided(bytes, elem, row.data, row.stride, kv.row_stride, elem);
+  for (size_t i = 0; i < kv.row_stride; ++i)
+    std::memcpy(bytes + i * elem, ElemAt(kv, pages, t, i), elem);
   if (kv.type == KvType::kQ8) {
     std::memcpy(bytes + values, RowScales(kv, pages, t), kv.row_stride / kv.head_dim * 2);
   }
@@ -168,28 +147,27 @@ void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
 
 void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes) {
   const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
-  const RowSpan row = RowValues(kv, pages, t);
-  CopyStrided(row.data, row.stride, bytes, elem, kv.row_stride, elem);
+  for (size_t i = 0; i < kv.row_stride; ++i)
+    std::memcpy(ElemAt(kv, pages, t, i), bytes + i * elem, elem);
   if (kv.type == KvType::kQ8) {
     std::memcpy(RowScales(kv, pages, t), bytes + values, kv.row_stride / kv.head_dim * 2);
   }
 }
 
 void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
-  const RowSpan row = RowValues(kv, pages, t);
-  const uint8_t* src = row.data;
   switch (kv.type) {
     case KvType::kF32:
-      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(out + i, src + i * row.stride, 4);
+      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(out + i, ElemAt(kv, pages, t, i), 4);
       return;
     case KvType::kF16:
       for (size_t i = 0; i < kv.row_stride; ++i) {
         uint16_t h;
-        std::memcpy(&h, src + i * row.stride, 2);
+        std::memcpy(&h, ElemAt(kv, pages, t, i), 2);
         out[i] = F16ToF32(h);
       }
       return;
     case KvType::kQ8: {
+      const uint8_t* src = ElemAt(kv, pages, t, 0);  // token-major: the row's codes
       const uint8_t* scales = RowScales(kv, pages, t);
       for (size_t i = 0; i < kv.row_stride; ++i) {
         uint16_t h;
@@ -245,7 +223,7 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
                size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool) {
   if (q == nullptr || out == nullptr || n == 0 || n_heads == 0 || n_kv_heads == 0 ||
       n_heads % n_kv_heads != 0 || kv.page_tokens == 0 ||
-      (kv.type == KvType::kQ8 && kv.head_dim != head_dim)) {
+      (kv.head_dim != head_dim && (kv.type == KvType::kQ8 || kv.head_dim != 0))) {
     return;
   }
   const size_t group = n_heads / n_kv_heads;

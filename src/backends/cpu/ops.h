@@ -27,20 +27,29 @@ struct WeightView {
 
 // The KV cache as the attention kernel sees it: positions [0, n_past + n)
 // of one layer, stored in pages of `page_tokens` tokens. Page p holds tokens
-// [p * page_tokens, (p + 1) * page_tokens). A token's row is its n_kv_heads *
-// head_dim values. V pages, and K pages of q8 caches, are token-major: row t
-// starts at element (t % page_tokens) * row_stride of v_pages[p]. K pages of
-// f32 and f16 caches are channel-major: element i of row t is element
-// i * page_tokens + t % page_tokens of k_pages[p], so one kv head's keys for
-// consecutive positions are consecutive and decode attention scores a whole
-// vector of positions per multiply-add, with no sums across lanes. q8 pages hold the int8 rows of
-// all their tokens first, then one f16 scale per (token, kv head): the scale of head h of token t
-// is f16 number (t % page_tokens) * (row_stride / head_dim) + h after the codes. A q8 head row y is
-// quantized as code * scale with scale = max|y| / 127. When head_dim is a power of two, y is the
-// head's values x in the orthonormal Walsh-Hadamard basis, y = H x with H[i][j] = (-1)^popcount(i &
-// j) / sqrt(head_dim), so x = H y: a few large channels (common in K) are spread over the whole row
-// and no longer set the step for the small ones. Dot products are unchanged by H, so attention
-// rotates the query instead of every row. Other head_dims store x itself.
+// [p * page_tokens, (p + 1) * page_tokens); j = t % page_tokens is token t's
+// slot in its page. A token's row is its n_kv_heads * head_dim values.
+//
+// f32 and f16 caches: K pages are channel-major, element i of row t at
+// element i * page_tokens + j of k_pages[p], so one kv head's keys for
+// consecutive positions are consecutive and attention scores a whole vector
+// of positions per multiply-add, with no sums across lanes. V pages are
+// head-major, element i of row t at ((i / head_dim) * page_tokens + j) *
+// head_dim + i % head_dim of v_pages[p], so one kv head's values for a run of
+// positions are one contiguous run (head_dim 0 counts as row_stride: one
+// head). KvElemIndex gives both.
+//
+// q8 caches are token-major: row t's int8 codes start at element j *
+// row_stride of its page, and after the codes of all the page's tokens come
+// one f16 scale per (token, kv head): the scale of head h of token t is f16
+// number j * (row_stride / head_dim) + h. A q8 head row y is quantized as
+// code * scale with scale = max|y| / 127. When head_dim is a power of two, y
+// is the head's values x in the orthonormal Walsh-Hadamard basis, y = H x
+// with H[i][j] = (-1)^popcount(i & j) / sqrt(head_dim), so x = H y: a few
+// large channels (common in K) are spread over the whole row and no longer
+// set the step for the small ones. Dot products are unchanged by H, so
+// attention rotates the query instead of every row. Other head_dims store x
+// itself.
 enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
 // "f32", "f16", "q8" (the --kv flag's spelling); "unknown" otherwise.
 inline const char* KvTypeName(KvType type) {
@@ -60,7 +69,7 @@ struct KvView {
   void* const* v_pages = nullptr;
   size_t page_tokens = 0;
   size_t row_stride = 0;  // elements per token row (n_kv_heads * head_dim)
-  size_t head_dim = 0;    // elements per q8 scale; must divide row_stride
+  size_t head_dim = 0;    // elements per kv head (q8 scale, V run); must divide row_stride
 };
 
 // The rotary embedding a layer applied to its cached K rows (head_dim 0:
@@ -71,9 +80,13 @@ struct KvRope {
   RopeStyle style = RopeStyle::kNeox;
 };
 
-// Whether `pages` (kv.k_pages or kv.v_pages) is channel-major (see above).
-inline bool KvChannelMajor(const KvView& kv, void* const* pages) {
-  return kv.type != KvType::kQ8 && pages == kv.k_pages;
+// The element of `pages` (kv.k_pages or kv.v_pages) that holds element i of
+// the row of the token in slot j of its page (layouts above).
+inline size_t KvElemIndex(const KvView& kv, void* const* pages, size_t j, size_t i) {
+  if (kv.type == KvType::kQ8) return j * kv.row_stride + i;
+  if (pages == kv.k_pages) return i * kv.page_tokens + j;
+  const size_t head = kv.head_dim != 0 ? kv.head_dim : kv.row_stride;
+  return (i / head * kv.page_tokens + j) * head + i % head;
 }
 
 // Whether q8 rows of `kv` are stored in the Hadamard basis (see above).

@@ -35,12 +35,19 @@ StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
 
 size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
-// Address of element i of cache row t in a K or V page table: K pages of
-// f32/f16 caches are channel-major, the others token-major (ops.h).
+// Address of element i of cache row t in a K or V page table (ops.h): f32
+// and f16 caches keep K channel-major and V head-major, q8 caches are
+// token-major.
 uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
-  const bool channel_major = kv.type != KvType::kQ8 && pages == kv.k_pages;
   const size_t j = t % kv.page_tokens;
-  const size_t index = channel_major ? i * kv.page_tokens + j : j * kv.row_stride + i;
+  size_t index = j * kv.row_stride + i;
+  if (kv.type != KvType::kQ8 && pages == kv.k_pages) {
+    index = i * kv.page_tokens + j;
+  } else if (kv.type != KvType::kQ8) {
+    const size_t head_dim = kv.head_dim == 0 ? kv.row_stride : kv.head_dim;
+    const size_t head = i / head_dim, c = i % head_dim;
+    index = head * kv.page_tokens * head_dim + j * head_dim + c;
+  }
   return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + index * KvElemBytes(kv.type);
 }
 
@@ -349,7 +356,7 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
 void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope) {
   std::vector<float> k(kv.row_stride);
   const int32_t position = static_cast<int32_t>(dst) - static_cast<int32_t>(src);
-  const size_t value_bytes = kv.row_stride * KvElemBytes(kv.type);
+  const size_t elem_bytes = KvElemBytes(kv.type);
   for (size_t t = 0; t < count; ++t) {
     for (size_t i = 0; i < kv.row_stride; ++i) k[i] = KvAt(kv, kv.k_pages, src + t, i);
     if (rope.head_dim != 0) {
@@ -358,8 +365,10 @@ void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRop
     }
     KvStoreRow(kv, kv.k_pages, dst + t, k.data());
     // V rows move unchanged, scales included.
-    std::memmove(KvElem(kv, kv.v_pages, dst + t, 0), KvElem(kv, kv.v_pages, src + t, 0),
-                 value_bytes);
+    for (size_t i = 0; i < kv.row_stride; ++i) {
+      std::memmove(KvElem(kv, kv.v_pages, dst + t, i), KvElem(kv, kv.v_pages, src + t, i),
+                   elem_bytes);
+    }
     if (kv.type == KvType::kQ8) {
       for (size_t i = 0; i < kv.row_stride; i += kv.head_dim) {
         std::memmove(KvScale(kv, kv.v_pages, dst + t, i), KvScale(kv, kv.v_pages, src + t, i), 2);
