@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
@@ -119,9 +118,9 @@ HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight,
   for (; i < count; ++i) acc[i] += weight * static_cast<float>(codes[i]);
 }
 
-// Address of the values of kv head `kv_offset / head_dim` of cache
-// position t (ops.h's layouts: contiguous in token-major q8 pages and in
-// head-major V pages).
+// Address of the first value of kv head `kv_offset / head_dim` of cache
+// position t (ops.h's layouts; the head's next values follow every
+// KvValueStride elements).
 template <typename T>
 HWY_INLINE const T* KvHeadRow(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
   return static_cast<const T*>(pages[t / kv.page_tokens]) +
@@ -296,8 +295,11 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     s.sum[i] = 0.0f;
     std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
   }
-  const size_t pt = kv.page_tokens;
-  const size_t v_stride = kv.head_dim != 0 ? kv.head_dim : kv.row_stride;
+  // Within a page, a head's K channels follow each other every k_stride
+  // values (channel-major) and its V rows every v_stride values (head-major:
+  // one contiguous run per block).
+  const size_t k_stride = KvValueStride(kv, kv.k_pages);
+  const size_t v_stride = KvHeadSize(kv);
   HWY_ALIGN float scores[kScoreBlock];
   for (size_t p0 = 0, count = 0; p0 < max_len; p0 += count) {
     count = BlockCount(kv, p0, max_len);
@@ -307,16 +309,12 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     // runs are requested while this one is widened and scored.
     const size_t next = p0 + count;
     const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
-    const T* k_page = static_cast<const T*>(kv.k_pages[p0 / pt]) + p0 % pt;
-    const T* k_next =
-        next_count ? static_cast<const T*>(kv.k_pages[next / pt]) + next % pt : nullptr;
+    const T* k_block = KvHeadRow<T>(kv, kv.k_pages, p0, kv_offset);
+    const T* k_next = next_count ? KvHeadRow<T>(kv, kv.k_pages, next, kv_offset) : nullptr;
     for (size_t c = 0; c < head_dim; ++c) {
-      const size_t channel = (kv_offset + c) * pt;
-      WidenRun(k_page + channel, count, padded, s.kb + c * kScoreBlock);
-      if (k_next) PrefetchBytes(k_next + channel, next_count * sizeof(T));
+      WidenRun(k_block + c * k_stride, count, padded, s.kb + c * kScoreBlock);
+      if (k_next) PrefetchBytes(k_next + c * k_stride, next_count * sizeof(T));
     }
-    // Within a page a head's V rows follow each other every v_stride values
-    // (head-major pages: one contiguous run per block).
     const T* v_block = KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset);
     if (v_stride == head_dim) {
       WidenRun(v_block, count * head_dim, count * head_dim, s.vb);

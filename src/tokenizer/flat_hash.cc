@@ -18,17 +18,9 @@ void MergeTable::Build(const std::vector<int32_t>& triples) {
   slots_.assign(TableSize(n), -1);
   mask_ = slots_.size() - 1;
   for (size_t r = 0; r < n; ++r) {
-    const int32_t left = triples[3 * r], right = triples[3 * r + 1];
-    size_t i = Hash(left, right) & mask_;
     // A repeated pair keeps its first (lowest) rank, like HF.
-    for (;; i = (i + 1) & mask_) {
-      const int32_t s = slots_[i];
-      if (s < 0) {
-        slots_[i] = static_cast<int32_t>(r);
-        break;
-      }
-      if (triples[3 * s] == left && triples[3 * s + 1] == right) break;
-    }
+    int32_t& slot = slots_[SlotOf(triples[3 * r], triples[3 * r + 1])];
+    if (slot < 0) slot = static_cast<int32_t>(r);
   }
 }
 
@@ -49,15 +41,9 @@ void StringTable::Build(std::string_view pool, const std::vector<uint32_t>& offs
   mask_ = slots_.size() - 1;
   for (size_t id = 0; id < n; ++id) {
     const std::string_view key = Key(static_cast<int32_t>(id));
-    if (key.empty()) continue;  // no token is the empty string
-    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-      const int32_t s = slots_[i];
-      if (s < 0) {
-        slots_[i] = static_cast<int32_t>(id);
-        break;
-      }
-      if (Key(s) == key) break;
-    }
+    if (key.empty()) continue;            // no token is the empty string
+    int32_t& slot = slots_[SlotOf(key)];  // the first id of a repeated string wins
+    if (slot < 0) slot = static_cast<int32_t>(id);
   }
 }
 

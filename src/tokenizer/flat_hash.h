@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -24,19 +23,23 @@ class MergeTable {
   // Returns false when the pair does not merge.
   bool Find(int32_t left, int32_t right, int32_t* rank, int32_t* result) const {
     if (slots_.empty()) return false;
-    for (size_t i = Hash(left, right) & mask_;; i = (i + 1) & mask_) {
-      const int32_t r = slots_[i];
-      if (r < 0) return false;
-      const int32_t* t = triples_ + 3 * static_cast<size_t>(r);
-      if (t[0] == left && t[1] == right) {
-        *rank = r;
-        *result = t[2];
-        return true;
-      }
-    }
+    const int32_t r = slots_[SlotOf(left, right)];
+    if (r < 0) return false;
+    *rank = r;
+    *result = triples_[3 * static_cast<size_t>(r) + 2];
+    return true;
   }
 
  private:
+  // The slot holding the pair, or the empty slot where it would go.
+  size_t SlotOf(int32_t left, int32_t right) const {
+    for (size_t i = Hash(left, right) & mask_;; i = (i + 1) & mask_) {
+      const int32_t r = slots_[i];
+      if (r < 0) return i;
+      const int32_t* t = triples_ + 3 * static_cast<size_t>(r);
+      if (t[0] == left && t[1] == right) return i;
+    }
+  }
   static uint64_t Hash(int32_t a, int32_t b) {
     uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
     x ^= x >> 33;
@@ -58,14 +61,17 @@ class StringTable {
   void Build(std::string_view pool, const std::vector<uint32_t>& offsets);
   int32_t Find(std::string_view key) const {  // -1 when absent
     if (slots_.empty() || key.empty()) return -1;
-    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-      const int32_t id = slots_[i];
-      if (id < 0) return -1;
-      if (Key(id) == key) return id;
-    }
+    return slots_[SlotOf(key)];
   }
 
  private:
+  // The slot holding the key, or the empty slot where it would go.
+  size_t SlotOf(std::string_view key) const {
+    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
+      const int32_t id = slots_[i];
+      if (id < 0 || Key(id) == key) return i;
+    }
+  }
   static uint64_t Hash(std::string_view s);
   std::string_view Key(int32_t id) const {
     return std::string_view(pool_ + offsets_[id], offsets_[id + 1] - offsets_[id]);

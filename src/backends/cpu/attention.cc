@@ -76,6 +76,19 @@ uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
          KvElemIndex(kv, pages, t % kv.page_tokens, i) * ElemBytes(kv.type);
 }
 
+// Calls f(i, address of element i) for every value of row t, one kv head at
+// a time with a fixed step, so the layout is resolved once per head rather
+// than once per value (KvAppend runs this for every token of a prefill).
+template <typename F>
+void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
+  const size_t head = KvHeadSize(kv);
+  const size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
+  for (size_t h0 = 0; h0 < kv.row_stride; h0 += head) {
+    uint8_t* at = ElemAt(kv, pages, t, h0);
+    for (size_t c = 0; c < head; ++c, at += step) f(h0 + c, at);
+  }
+}
+
 // The f16 scales of row t (q8 only): after the page's codes.
 uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
   const size_t heads = kv.row_stride / kv.head_dim;
@@ -90,13 +103,13 @@ uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
 void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
   switch (kv.type) {
     case KvType::kF32:
-      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(ElemAt(kv, pages, t, i), x + i, 4);
+      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(at, x + i, 4); });
       return;
     case KvType::kF16:
-      for (size_t i = 0; i < kv.row_stride; ++i) {
+      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) {
         const uint16_t h = F32ToF16(x[i]);
-        std::memcpy(ElemAt(kv, pages, t, i), &h, 2);
-      }
+        std::memcpy(at, &h, 2);
+      });
       return;
     case KvType::kQ8: {
       uint8_t* dst = ElemAt(kv, pages, t, 0);  // token-major: the row's codes
@@ -138,8 +151,8 @@ size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim) {
 
 void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
   const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
-  for (size_t i = 0; i < kv.row_stride; ++i)
-    std::memcpy(bytes + i * elem, ElemAt(kv, pages, t, i), elem);
+  ForEachValue(kv, pages, t,
+               [&](size_t i, uint8_t* at) { std::memcpy(bytes + i * elem, at, elem); });
   if (kv.type == KvType::kQ8) {
     std::memcpy(bytes + values, RowScales(kv, pages, t), kv.row_stride / kv.head_dim * 2);
   }
@@ -147,8 +160,8 @@ void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
 
 void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes) {
   const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
-  for (size_t i = 0; i < kv.row_stride; ++i)
-    std::memcpy(ElemAt(kv, pages, t, i), bytes + i * elem, elem);
+  ForEachValue(kv, pages, t,
+               [&](size_t i, uint8_t* at) { std::memcpy(at, bytes + i * elem, elem); });
   if (kv.type == KvType::kQ8) {
     std::memcpy(RowScales(kv, pages, t), bytes + values, kv.row_stride / kv.head_dim * 2);
   }
@@ -157,14 +170,14 @@ void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* b
 void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
   switch (kv.type) {
     case KvType::kF32:
-      for (size_t i = 0; i < kv.row_stride; ++i) std::memcpy(out + i, ElemAt(kv, pages, t, i), 4);
+      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(out + i, at, 4); });
       return;
     case KvType::kF16:
-      for (size_t i = 0; i < kv.row_stride; ++i) {
+      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) {
         uint16_t h;
-        std::memcpy(&h, ElemAt(kv, pages, t, i), 2);
+        std::memcpy(&h, at, 2);
         out[i] = F16ToF32(h);
-      }
+      });
       return;
     case KvType::kQ8: {
       const uint8_t* src = ElemAt(kv, pages, t, 0);  // token-major: the row's codes

@@ -80,13 +80,24 @@ struct KvRope {
   RopeStyle style = RopeStyle::kNeox;
 };
 
+// Values per kv head as the layouts count them (head_dim 0: one head).
+inline size_t KvHeadSize(const KvView& kv) {
+  return kv.head_dim != 0 ? kv.head_dim : kv.row_stride;
+}
+
 // The element of `pages` (kv.k_pages or kv.v_pages) that holds element i of
 // the row of the token in slot j of its page (layouts above).
 inline size_t KvElemIndex(const KvView& kv, void* const* pages, size_t j, size_t i) {
   if (kv.type == KvType::kQ8) return j * kv.row_stride + i;
   if (pages == kv.k_pages) return i * kv.page_tokens + j;
-  const size_t head = kv.head_dim != 0 ? kv.head_dim : kv.row_stride;
+  const size_t head = KvHeadSize(kv);
   return (i / head * kv.page_tokens + j) * head + i % head;
+}
+
+// Elements between consecutive values of one kv head's row in `pages`:
+// page_tokens in channel-major K pages, 1 in the others.
+inline size_t KvValueStride(const KvView& kv, void* const* pages) {
+  return kv.type != KvType::kQ8 && pages == kv.k_pages ? kv.page_tokens : 1;
 }
 
 // Whether q8 rows of `kv` are stored in the Hadamard basis (see above).
