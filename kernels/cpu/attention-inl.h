@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
@@ -35,21 +36,22 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kScoreBlock = 64;
 
-// out[count] = exp(s[count] - max) in place; returns their sum.
-HWY_INLINE float ExpShifted(float* HWY_RESTRICT s, size_t count, float max) {
+// s[count] = exp(s[count] * scale - max) in place; returns their sum.
+HWY_INLINE float ExpShifted(float* HWY_RESTRICT s, size_t count, float scale, float max) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
+  const auto vscale = hn::Set(d, scale);
   const auto vmax = hn::Set(d, max);
   auto sum = hn::Zero(d);
   size_t i = 0;
   for (; i + N <= count; i += N) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + i), vmax));
+    const auto e = hn::Exp(d, hn::MulSub(hn::LoadU(d, s + i), vscale, vmax));
     hn::StoreU(e, d, s + i);
     sum = hn::Add(sum, e);
   }
   float total = hn::GetLane(hn::SumOfLanes(d, sum));
   for (; i < count; ++i) {
-    s[i] = std::exp(s[i] - max);
+    s[i] = std::exp(s[i] * scale - max);
     total += s[i];
   }
   return total;
@@ -156,7 +158,7 @@ HWY_INLINE void AttendHeadQ8(const float* HWY_RESTRICT q, const KvView& kv, size
     const float new_max = std::max(running_max, block_max);
     // exp(-inf) = 0 on the first block: nothing accumulated yet to rescale.
     const float correction = std::exp(running_max - new_max);
-    running_sum = running_sum * correction + ExpShifted(scores, count, new_max);
+    running_sum = running_sum * correction + ExpShifted(scores, count, 1.0f, new_max);
     if (correction != 1.0f) ScaleRow(out, correction, head_dim);
     for (size_t p = 0; p < count; ++p) {
       const size_t t = p0 + p;
@@ -173,8 +175,9 @@ HWY_INLINE void AttendHeadQ8(const float* HWY_RESTRICT q, const KvView& kv, size
 // Grouped attention (f32 and f16 caches): the query rows that share one kv
 // head (the GQA group of every token of a token block) pass over the cache
 // together. Each block of positions is widened to f32 once into kb/vb and
-// then serves every row; a row keeps its output in registers while it adds
-// the block's weighted V rows.
+// then serves every row. Rows go through a block in pairs, so each K or V
+// vector loaded from kb/vb feeds two rows' multiply-adds, and a pair keeps
+// its outputs in registers while it adds the block's weighted V rows.
 
 // The widened K tile and V rows of one position block, and the rows' softmax
 // state: kb, vb hold kScoreBlock * head_dim floats each; max, sum one float
@@ -204,74 +207,151 @@ HWY_INLINE void PrefetchBytes(const void* p, size_t bytes) {
   for (size_t i = 0; i < bytes; i += 64) hwy::Prefetch(b + i);
 }
 
-// out_row[head_dim] += sum_p w[p] * vb[p, :] for p < count, in chunks of up
-// to 4 vectors held in registers across the positions.
-template <class D>
-HWY_INLINE void AccumulateV(D d, const float* HWY_RESTRICT w, const float* HWY_RESTRICT vb,
-                            size_t count, size_t head_dim, float* HWY_RESTRICT out_row) {
+// Keeps a loaded vector in a register. GCC otherwise folds the load into
+// every multiply-add that uses it, and the loads then cap the rate at which
+// the multiply-adds run (one 512-bit load per cycle on Zen 4; AVX2's 256-bit
+// loads measured no such limit, so other targets leave it to the compiler).
+template <class V>
+HWY_INLINE V InRegister(V v) {
+#if HWY_ARCH_X86 && defined(__GNUC__) && HWY_TARGET <= HWY_AVX3
+  asm("" : "+v"(v.raw));
+#endif
+  return v;
+}
+
+// Query rows handled together by AccumulateV and ScoresTransposed. Two
+// halve the loads per multiply-add; four (where 32 registers hold their 16
+// accumulators) measured no faster on Zen 4.
+constexpr size_t kRowsTogether = 2;
+
+// a_i += w * v_i for i < 4: one row's share of a step.
+template <class V>
+HWY_INLINE void MulAdd4(V w, V v0, V v1, V v2, V v3, V& a0, V& a1, V& a2, V& a3) {
+  a0 = hn::MulAdd(w, v0, a0);
+  a1 = hn::MulAdd(w, v1, a1);
+  a2 = hn::MulAdd(w, v2, a2);
+  a3 = hn::MulAdd(w, v3, a3);
+}
+
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void Load4(D d, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& a3) {
   const size_t N = hn::Lanes(d);
+  a0 = hn::LoadU(d, p);
+  a1 = hn::LoadU(d, p + N);
+  a2 = hn::LoadU(d, p + 2 * N);
+  a3 = hn::LoadU(d, p + 3 * N);
+}
+
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void Store4(D d, V a0, V a1, V a2, V a3, float* HWY_RESTRICT p) {
+  const size_t N = hn::Lanes(d);
+  hn::StoreU(a0, d, p);
+  hn::StoreU(a1, d, p + N);
+  hn::StoreU(a2, d, p + 2 * N);
+  hn::StoreU(a3, d, p + 3 * N);
+}
+
+// out[r][head_dim] += sum_p w[r][p] * vb[p, :] for p < count and kRows (1 or
+// 2) rows, in chunks of 4 vectors per row held in registers across the
+// positions: each loaded V vector serves every row.
+template <size_t kRows, class D>
+HWY_INLINE void AccumulateV(D d, const float* const* w, const float* HWY_RESTRICT vb, size_t count,
+                            size_t head_dim, float* const* out) {
+  static_assert(kRows == 1 || kRows == 2, "one or two rows");
+  const size_t N = hn::Lanes(d);
+  const float* HWY_RESTRICT w0 = w[0];
+  const float* HWY_RESTRICT w1 = w[kRows - 1];
   size_t c = 0;
   for (; c + 4 * N <= head_dim; c += 4 * N) {
-    auto a0 = hn::LoadU(d, out_row + c), a1 = hn::LoadU(d, out_row + c + N);
-    auto a2 = hn::LoadU(d, out_row + c + 2 * N), a3 = hn::LoadU(d, out_row + c + 3 * N);
+    auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    Load4(d, out[0] + c, a0, a1, a2, a3);
+    if constexpr (kRows == 2) Load4(d, out[1] + c, b0, b1, b2, b3);
     for (size_t p = 0; p < count; ++p) {
-      const auto wp = hn::Set(d, w[p]);
       const float* v = vb + p * head_dim + c;
-      a0 = hn::MulAdd(wp, hn::LoadU(d, v), a0);
-      a1 = hn::MulAdd(wp, hn::LoadU(d, v + N), a1);
-      a2 = hn::MulAdd(wp, hn::LoadU(d, v + 2 * N), a2);
-      a3 = hn::MulAdd(wp, hn::LoadU(d, v + 3 * N), a3);
+      const auto v0 = InRegister(hn::LoadU(d, v)), v1 = InRegister(hn::LoadU(d, v + N));
+      const auto v2 = InRegister(hn::LoadU(d, v + 2 * N));
+      const auto v3 = InRegister(hn::LoadU(d, v + 3 * N));
+      MulAdd4(hn::Set(d, w0[p]), v0, v1, v2, v3, a0, a1, a2, a3);
+      if constexpr (kRows == 2) MulAdd4(hn::Set(d, w1[p]), v0, v1, v2, v3, b0, b1, b2, b3);
     }
-    hn::StoreU(a0, d, out_row + c);
-    hn::StoreU(a1, d, out_row + c + N);
-    hn::StoreU(a2, d, out_row + c + 2 * N);
-    hn::StoreU(a3, d, out_row + c + 3 * N);
+    Store4(d, a0, a1, a2, a3, out[0] + c);
+    if constexpr (kRows == 2) Store4(d, b0, b1, b2, b3, out[1] + c);
   }
-  for (; c + N <= head_dim; c += N) {
-    auto a = hn::LoadU(d, out_row + c);
-    for (size_t p = 0; p < count; ++p) {
-      a = hn::MulAdd(hn::Set(d, w[p]), hn::LoadU(d, vb + p * head_dim + c), a);
+  for (size_t r = 0; r < kRows; ++r) {  // head sizes that are not 4 vectors
+    const float* HWY_RESTRICT wr = w[r];
+    float* HWY_RESTRICT o = out[r];
+    size_t cr = c;
+    for (; cr + N <= head_dim; cr += N) {
+      auto a = hn::LoadU(d, o + cr);
+      for (size_t p = 0; p < count; ++p) {
+        a = hn::MulAdd(hn::Set(d, wr[p]), hn::LoadU(d, vb + p * head_dim + cr), a);
+      }
+      hn::StoreU(a, d, o + cr);
     }
-    hn::StoreU(a, d, out_row + c);
-  }
-  for (; c < head_dim; ++c) {  // head sizes that are not whole vectors
-    float a = out_row[c];
-    for (size_t p = 0; p < count; ++p) a += w[p] * vb[p * head_dim + c];
-    out_row[c] = a;
+    for (; cr < head_dim; ++cr) {
+      float a = o[cr];
+      for (size_t p = 0; p < count; ++p) a += wr[p] * vb[p * head_dim + cr];
+      o[cr] = a;
+    }
   }
 }
 
-// scores[0, padded) = (q * scale) . kt[:, p]: kt is head_dim rows of
-// kScoreBlock positions (padded is a multiple of the vector length); each
-// scaled activation is broadcast against up to 4 vectors of positions.
-template <class D>
-HWY_INLINE void ScoresTransposed(D d, const float* HWY_RESTRICT q, float scale,
-                                 const float* HWY_RESTRICT kt, size_t head_dim, size_t padded,
-                                 float* HWY_RESTRICT scores) {
+// scores[r][0, padded) = q[r] . kt[:, p] for kRows (1 or 2) rows: kt is
+// head_dim rows of kScoreBlock positions (padded is a multiple of the vector
+// length); each activation is broadcast against 4 vectors of positions, and
+// each loaded K vector serves every row.
+template <size_t kRows, class D>
+HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RESTRICT kt,
+                                 size_t head_dim, size_t padded, float* const* scores) {
+  static_assert(kRows == 1 || kRows == 2, "one or two rows");
   const size_t N = hn::Lanes(d);
+  const float* HWY_RESTRICT q0 = q[0];
+  const float* HWY_RESTRICT q1 = q[kRows - 1];
   size_t p = 0;
   for (; p + 4 * N <= padded; p += 4 * N) {
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     for (size_t c = 0; c < head_dim; ++c) {
-      const auto qc = hn::Set(d, q[c] * scale);
       const float* row = kt + c * kScoreBlock + p;
-      a0 = hn::MulAdd(qc, hn::LoadU(d, row), a0);
-      a1 = hn::MulAdd(qc, hn::LoadU(d, row + N), a1);
-      a2 = hn::MulAdd(qc, hn::LoadU(d, row + 2 * N), a2);
-      a3 = hn::MulAdd(qc, hn::LoadU(d, row + 3 * N), a3);
+      const auto k0 = InRegister(hn::LoadU(d, row)), k1 = InRegister(hn::LoadU(d, row + N));
+      const auto k2 = InRegister(hn::LoadU(d, row + 2 * N));
+      const auto k3 = InRegister(hn::LoadU(d, row + 3 * N));
+      MulAdd4(hn::Set(d, q0[c]), k0, k1, k2, k3, a0, a1, a2, a3);
+      if constexpr (kRows == 2) MulAdd4(hn::Set(d, q1[c]), k0, k1, k2, k3, b0, b1, b2, b3);
     }
-    hn::StoreU(a0, d, scores + p);
-    hn::StoreU(a1, d, scores + p + N);
-    hn::StoreU(a2, d, scores + p + 2 * N);
-    hn::StoreU(a3, d, scores + p + 3 * N);
+    Store4(d, a0, a1, a2, a3, scores[0] + p);
+    if constexpr (kRows == 2) Store4(d, b0, b1, b2, b3, scores[1] + p);
   }
-  for (; p < padded; p += N) {
-    auto a = hn::Zero(d);
-    for (size_t c = 0; c < head_dim; ++c) {
-      a = hn::MulAdd(hn::Set(d, q[c] * scale), hn::LoadU(d, kt + c * kScoreBlock + p), a);
+  for (; p < padded; p += N) {  // blocks that are not 4 vectors
+    for (size_t r = 0; r < kRows; ++r) {
+      auto a = hn::Zero(d);
+      for (size_t c = 0; c < head_dim; ++c) {
+        a = hn::MulAdd(hn::Set(d, q[r][c]), hn::LoadU(d, kt + c * kScoreBlock + p), a);
+      }
+      hn::StoreU(a, d, scores[r] + p);
     }
-    hn::StoreU(a, d, scores + p);
   }
+}
+
+// Folds the raw scores[0, n) of one row (q . k, before the 1/sqrt(head_dim)
+// scale) into its softmax state (running max and sum, output rescaled) and
+// turns them into weights; positions [n, padded) get weight 0, so a row
+// paired with a longer one adds nothing there.
+template <class D>
+HWY_INLINE void SoftmaxBlock(D d, float* HWY_RESTRICT scores, size_t n, size_t padded, float scale,
+                             size_t head_dim, float* HWY_RESTRICT max, float* HWY_RESTRICT sum,
+                             float* HWY_RESTRICT out_row) {
+  const size_t N = hn::Lanes(d);
+  auto vmax = hn::Set(d, -INFINITY);
+  size_t p = 0;
+  for (; p + N <= n; p += N) vmax = hn::Max(vmax, hn::Load(d, scores + p));
+  float block_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; p < n; ++p) block_max = std::max(block_max, scores[p]);
+  const float new_max = std::max(*max, block_max * scale);  // scale > 0
+  const float correction = std::exp(*max - new_max);
+  *sum = *sum * correction + ExpShifted(scores, n, scale, new_max);
+  if (correction != 1.0f) ScaleRow(out_row, correction, head_dim);
+  std::fill(scores + n, scores + padded, 0.0f);
+  *max = new_max;
 }
 
 // The positions of the block that starts at p0: up to kScoreBlock, within
@@ -300,7 +380,7 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
   // one contiguous run per block).
   const size_t k_stride = KvValueStride(kv, kv.k_pages);
   const size_t v_stride = KvHeadSize(kv);
-  HWY_ALIGN float scores[kScoreBlock];
+  HWY_ALIGN float scores[kRowsTogether * kScoreBlock];
   for (size_t p0 = 0, count = 0; p0 < max_len; p0 += count) {
     count = BlockCount(kv, p0, max_len);
     const size_t padded = (count + N - 1) / N * N;
@@ -329,21 +409,39 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
         PrefetchBytes(v_next + p * v_stride, head_dim * sizeof(T));
       }
     }
-    for (size_t i = 0; i < rows; ++i) {
-      if (lens[i] <= p0) continue;
-      const size_t n = std::min(count, lens[i] - p0);
-      ScoresTransposed(d, q_rows[i], scale, s.kb, head_dim, padded, scores);
-      auto vmax = hn::Set(d, -INFINITY);
-      size_t p = 0;
-      for (; p + N <= n; p += N) vmax = hn::Max(vmax, hn::Load(d, scores + p));
-      float block_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
-      for (; p < n; ++p) block_max = std::max(block_max, scores[p]);
-      const float new_max = std::max(s.max[i], block_max);
-      const float correction = std::exp(s.max[i] - new_max);
-      s.sum[i] = s.sum[i] * correction + ExpShifted(scores, n, new_max);
-      if (correction != 1.0f) ScaleRow(out_rows[i], correction, head_dim);
-      AccumulateV(d, scores, s.vb, n, head_dim, out_rows[i]);
-      s.max[i] = new_max;
+    // Rows that still attend this block go in pairs, sharing each loaded K
+    // and V vector; the shorter row of a pair has zero weights past its end.
+    for (size_t i = 0; i < rows;) {
+      size_t take[kRowsTogether];
+      const float* q[kRowsTogether];
+      float* w[kRowsTogether];
+      float* o[kRowsTogether];
+      size_t m = 0, n = 0;
+      for (; i < rows && m < kRowsTogether; ++i) {
+        if (lens[i] <= p0) continue;
+        take[m] = i;
+        q[m] = q_rows[i];
+        w[m] = scores + m * kScoreBlock;
+        o[m] = out_rows[i];
+        n = std::max(n, std::min(count, lens[i] - p0));
+        ++m;
+      }
+      const size_t pad = (n + N - 1) / N * N;
+      const auto attend = [&](auto rows_together) {
+        constexpr size_t kRows = decltype(rows_together)::value;
+        ScoresTransposed<kRows>(d, q, s.kb, head_dim, pad, w);
+        for (size_t r = 0; r < kRows; ++r) {
+          const size_t row = take[r];
+          SoftmaxBlock(d, w[r], std::min(count, lens[row] - p0), pad, scale, head_dim, s.max + row,
+                       s.sum + row, o[r]);
+        }
+        AccumulateV<kRows>(d, w, s.vb, n, head_dim, o);
+      };
+      if (m == 2) {
+        attend(std::integral_constant<size_t, 2>());
+      } else if (m == 1) {
+        attend(std::integral_constant<size_t, 1>());
+      }
     }
   }
   for (size_t i = 0; i < rows; ++i) ScaleRow(out_rows[i], 1.0f / s.sum[i], head_dim);

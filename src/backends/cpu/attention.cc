@@ -256,7 +256,9 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       thread_local std::vector<const float*> q_rows;
       thread_local std::vector<float*> out_rows;
       thread_local std::vector<size_t> lens;
-      buffer.resize(2 * kGroupBlock * head_dim + 2 * rows);
+      // The K/V blocks start on a cache line (64 bytes = 16 floats), so no
+      // vector load of them straddles two lines.
+      buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + 16);
       q_rows.clear();
       out_rows.clear();
       lens.clear();
@@ -268,7 +270,7 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
           lens.push_back(n_past + t + 1);
         }
       }
-      float* b = buffer.data();
+      float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
       float* max = b + 2 * kGroupBlock * head_dim;  // after the K and V blocks
       HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
       (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale, b,
