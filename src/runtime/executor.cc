@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cpu/ops.h"
+#include "backends/cpu/parallel.h"
 
 namespace pocket {
 
@@ -59,6 +60,28 @@ size_t Executor::scratch_bytes() const {
   return floats * sizeof(float) + positions_.capacity() * sizeof(int32_t);
 }
 
+namespace {
+
+// Rows per task below which a row-wise op runs on the calling thread: a
+// decoded token (one row) is not worth waking the pool for.
+constexpr size_t kMinRowsPerTask = 8;
+
+// Calls fn(r0, r1) over slices of [0, rows) on the pool. Row-wise ops
+// (norms, rope, swiglu, add) then take their share of a prefill instead of
+// leaving the other threads waiting for the calling one.
+template <typename Fn>
+void ForRowSlices(cpu::ThreadPool* pool, size_t rows, const Fn& fn) {
+  const size_t tasks = std::min(cpu::NumThreads(pool), rows / kMinRowsPerTask);
+  if (tasks <= 1) return fn(size_t{0}, rows);
+  cpu::ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
+    size_t r0, r1;
+    cpu::SplitRange(rows, 1, tasks, task, &r0, &r1);
+    if (r0 < r1) fn(r0, r1);
+  });
+}
+
+}  // namespace
+
 void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
                    cpu::ThreadPool* pool, float* logits) {
   EnsureRows(n, output);
@@ -89,18 +112,28 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
       case OpKind::kEmbed:
         cpu::Embed(s.weight, tokens + r0, rows, dst);
         break;
-      case OpKind::kRmsNorm:
-        cpu::RmsNorm(value(0, s.in_width), s.norm, rows, s.in_width, s.eps, dst);
+      case OpKind::kRmsNorm: {
+        const float* x = value(0, s.in_width);
+        ForRowSlices(pool, rows, [&](size_t a, size_t b) {
+          cpu::RmsNorm(x + a * s.in_width, s.norm, b - a, s.in_width, s.eps, dst + a * s.width);
+        });
         break;
+      }
       case OpKind::kHeadRmsNorm:
-        if (!aliased(0)) std::memcpy(dst, value(0, s.in_width), count * sizeof(float));
-        cpu::HeadRmsNorm(dst, s.norm, rows, s.width / s.head_dim, s.head_dim, s.eps);
+      case OpKind::kRope: {
+        const float* x = aliased(0) ? nullptr : value(0, s.in_width);
+        ForRowSlices(pool, rows, [&](size_t a, size_t b) {
+          float* rows_out = dst + a * s.width;
+          if (x) std::memcpy(rows_out, x + a * s.width, (b - a) * s.width * sizeof(float));
+          if (s.op == OpKind::kHeadRmsNorm) {
+            cpu::HeadRmsNorm(rows_out, s.norm, b - a, s.width / s.head_dim, s.head_dim, s.eps);
+          } else {
+            cpu::Rope(rows_out, b - a, s.width / s.head_dim, s.head_dim, positions_.data() + r0 + a,
+                      s.theta, s.style);
+          }
+        });
         break;
-      case OpKind::kRope:
-        if (!aliased(0)) std::memcpy(dst, value(0, s.in_width), count * sizeof(float));
-        cpu::Rope(dst, rows, s.width / s.head_dim, s.head_dim, positions_.data() + r0, s.theta,
-                  s.style);
-        break;
+      }
       case OpKind::kLinear: {
         if (aliased(0)) {
           cpu::Linear(value(0, s.in_width), rows, s.weight, s.bias, temp_.data(), pool, math_);
@@ -143,12 +176,17 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
       case OpKind::kAdd: {
         // Element-wise: out may alias the first input, not the second.
         float* out = aliased(1) && !aliased(0) ? temp_.data() : dst;
-        if (s.op == OpKind::kSwiglu) {
-          cpu::Swiglu(value(0, s.in_width), value(1, s.in_width), count, out);
-        } else {
-          cpu::Add(value(0, s.in_width), value(1, s.in_width), count, out);
-        }
-        if (out != dst) std::memcpy(dst, out, count * sizeof(float));
+        const float* x0 = value(0, s.in_width);
+        const float* x1 = value(1, s.in_width);
+        ForRowSlices(pool, rows, [&](size_t a, size_t b) {
+          const size_t at = a * s.width, len = (b - a) * s.width;
+          if (s.op == OpKind::kSwiglu) {
+            cpu::Swiglu(x0 + at, x1 + at, len, out + at);
+          } else {
+            cpu::Add(x0 + at, x1 + at, len, out + at);
+          }
+          if (out != dst) std::memcpy(dst + at, out + at, len * sizeof(float));
+        });
         break;
       }
     }
