@@ -104,10 +104,12 @@ BENCHMARK(RunLinear)
     ->UseRealTime();
 
 // Attention of one layer's chunk of n tokens whose last one sits at
-// position ctx - 1: 14 query heads over 2 f16 kv heads of 64 (n 1: a decode
-// step; n 64: the last prefill chunk of a ctx-token prompt).
+// position ctx - 1: 14 query heads over kv_heads f16 kv heads of 64 (n 1: a
+// decode step; n 64: the last prefill chunk of a ctx-token prompt). One kv
+// head with 2 threads shows the split of a head's positions across threads.
 void RunAttention(benchmark::State& state) {
-  const size_t ctx = state.range(0), n = state.range(2), heads = 14, kv_heads = 2, head_dim = 64;
+  const size_t ctx = state.range(0), n = state.range(2), kv_heads = state.range(3);
+  const size_t heads = 14, head_dim = 64;
   const size_t page_tokens = 64, kv_dim = kv_heads * head_dim;
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(1)), false});
   const size_t pages = (ctx + page_tokens - 1) / page_tokens;
@@ -135,15 +137,17 @@ void RunAttention(benchmark::State& state) {
 }
 BENCHMARK(RunAttention)
     ->Name("AttentionDecode")
-    ->ArgNames({"ctx", "threads", "n"})
-    ->Args({512, 1, 1})
-    ->Args({512, 2, 1})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads"})
+    ->Args({512, 1, 1, 2})
+    ->Args({512, 2, 1, 2})
+    ->Args({1024, 1, 1, 1})
+    ->Args({1024, 2, 1, 1})
     ->UseRealTime();
 BENCHMARK(RunAttention)
     ->Name("AttentionPrefill")
-    ->ArgNames({"ctx", "threads", "n"})
-    ->Args({512, 1, 64})
-    ->Args({512, 2, 64})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads"})
+    ->Args({512, 1, 64, 2})
+    ->Args({512, 2, 64, 2})
     ->UseRealTime();
 
 // One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)

@@ -367,17 +367,22 @@ HWY_INLINE size_t BlockCount(const KvView& kv, size_t p0, size_t len) {
   return std::min({kScoreBlock, len - p0, kv.page_tokens - p0 % kv.page_tokens});
 }
 
-// Rows [0, rows) of one kv head: row i has query q_rows[i], attends the
-// positions [0, lens[i]) and writes out_rows[i] (all head_dim floats).
+// Rows [0, rows) of one kv head: row i has query q_rows[i] and attends the
+// positions [0, lens[i]) that lie in [begin, end). With `normalize`,
+// out_rows[i] (head_dim floats) is the softmax-weighted sum of V. Without,
+// it is that sum scaled by s.sum[i], the sum of exp(score - s.max[i]): the
+// state from which Attention merges a row's position ranges (a row with no
+// positions in the range has s.max[i] = -inf, s.sum[i] = 0 and zeros).
 template <typename T>
 HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                             size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
-                            float scale, const GroupScratch& s) {
+                            float scale, size_t begin, size_t end, bool normalize,
+                            const GroupScratch& s) {
   const hn::CappedTag<float, 16> d;
   const size_t N = hn::Lanes(d);
   size_t max_len = 0;
   for (size_t i = 0; i < rows; ++i) {
-    max_len = std::max(max_len, lens[i]);
+    max_len = std::max(max_len, std::min(lens[i], end));
     s.max[i] = -INFINITY;
     s.sum[i] = 0.0f;
     std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
@@ -388,7 +393,7 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
   const size_t k_stride = KvValueStride(kv, kv.k_pages);
   const size_t v_stride = KvHeadSize(kv);
   HWY_ALIGN float scores[kRowsTogether * kScoreBlock];
-  for (size_t p0 = 0, count = 0; p0 < max_len; p0 += count) {
+  for (size_t p0 = begin, count = 0; p0 < max_len; p0 += count) {
     count = BlockCount(kv, p0, max_len);
     const size_t padded = (count + N - 1) / N * N;
     // In a model the layer's cache was last read a token ago and comes from
@@ -451,6 +456,7 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
       }
     }
   }
+  if (!normalize) return;
   for (size_t i = 0; i < rows; ++i) ScaleRow(out_rows[i], 1.0f / s.sum[i], head_dim);
 }
 

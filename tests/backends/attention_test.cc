@@ -108,6 +108,11 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kF32, 8, 3, 1, 4, 4, 16}, &pool, rng);
     CheckAttention({KvType::kQ8, 16, 37, 5, 14, 2, 64}, &pool, rng);
     CheckAttention({KvType::kF16, 64, 90, 50, 14, 2, 64}, &pool, rng);
+    // Decoding with fewer kv heads than threads: each head's positions are
+    // split into segments whose partial softmax states are merged.
+    CheckAttention({KvType::kF16, 64, 700, 1, 14, 2, 64}, &pool, rng);
+    CheckAttention({KvType::kF32, 16, 1000, 3, 8, 1, 32}, &pool, rng);
+    CheckAttention({KvType::kF16, 48, 520, 2, 4, 2, 20}, &pool, rng);
   }
 }
 

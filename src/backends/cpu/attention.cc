@@ -1,8 +1,9 @@
 // The KV cache ops of ops.h: row storage (f32, f16, q8), KvAppend, KvShift
 // and Attention. Attention over f32/f16 caches gives each thread the query
 // rows of one kv head and a block of tokens (AttendGroup of
-// kernels/cpu/attention-inl.h); q8 caches spread (token, head) pairs, each
-// running the one-pass AttendHeadQ8.
+// kernels/cpu/attention-inl.h), and when decoding leaves threads idle, a
+// segment of the cached positions as well; q8 caches spread (token, head)
+// pairs, each running the one-pass AttendHeadQ8.
 
 #include <algorithm>
 #include <cmath>
@@ -39,13 +40,15 @@ void AttendHeadQ8Kernel(const float* q, const KvView& kv, size_t len, size_t kv_
 
 void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                        size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
-                       float scale, float* kb, float* vb, float* max, float* sum) {
+                       float scale, size_t begin, size_t end, bool normalize, float* kb, float* vb,
+                       float* max, float* sum) {
   const GroupScratch scratch{kb, vb, max, sum};
   if (kv.type == KvType::kF32) {
-    AttendGroup<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, scratch);
+    AttendGroup<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                       normalize, scratch);
   } else {
-    AttendGroup<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
-                                scratch);
+    AttendGroup<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin,
+                                end, normalize, scratch);
   }
 }
 
@@ -64,6 +67,9 @@ namespace {
 // block (the kernel's kScoreBlock).
 constexpr size_t kAttentionTokenBlock = 32;
 constexpr size_t kGroupBlock = 64;
+// Positions below which a kv head's decode attention is not split further
+// across threads: each segment costs a partial state and a merge.
+constexpr size_t kMinSegmentPositions = 256;
 
 size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
@@ -232,6 +238,107 @@ void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRop
   }
 }
 
+namespace {
+
+// f32/f16 caches. One task per (kv head, block of tokens): its rows share
+// every widened K/V block. Later token blocks attend more positions, so they
+// come first and the short ones even out the threads at the end. When that
+// leaves threads idle (decoding: one token block, n_kv_heads tasks), each
+// task's positions are also split into segments of at least
+// kMinSegmentPositions, whose partial softmax states are merged after.
+void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
+                      size_t n_kv_heads, size_t head_dim, float scale, float* out,
+                      ThreadPool* pool) {
+  const size_t group = n_heads / n_kv_heads;
+  const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
+  const size_t base_tasks = n_kv_heads * token_blocks;
+  const size_t threads = NumThreads(pool);
+  const size_t len = n_past + n;  // the longest row's positions
+  // Segment boundaries fall on whole pages, so blocks stay within one page.
+  const size_t pages = (len + kv.page_tokens - 1) / kv.page_tokens;
+  const size_t segments =
+      token_blocks == 1 && base_tasks < threads
+          ? std::max<size_t>(1, std::min({(threads + base_tasks - 1) / base_tasks,
+                                          len / kMinSegmentPositions, pages}))
+          : 1;
+  const auto boundary = [&](size_t seg) {
+    return std::min(len, pages * seg / segments * kv.page_tokens);
+  };
+  // Partial states of the segments: [segment][row] max and sum, and
+  // [segment][row][head_dim] outputs, rows of all kv heads.
+  const size_t all_rows = n * n_heads;
+  thread_local std::vector<float> partial;
+  float* part_out = nullptr;
+  float* part_max = nullptr;
+  float* part_sum = nullptr;
+  if (segments > 1) {
+    partial.resize(segments * all_rows * (head_dim + 2));
+    part_out = partial.data();
+    part_max = part_out + segments * all_rows * head_dim;
+    part_sum = part_max + segments * all_rows;
+  }
+  ParallelOrInline(pool, base_tasks * segments, [&](size_t task, size_t) {
+    const size_t seg = task % segments;
+    const size_t base = task / segments;
+    const size_t block = token_blocks - 1 - base / n_kv_heads;
+    const size_t h = base % n_kv_heads;
+    const size_t t0 = block * kAttentionTokenBlock;
+    const size_t t1 = std::min(n, t0 + kAttentionTokenBlock);
+    const size_t rows = (t1 - t0) * group;
+    thread_local std::vector<float> buffer;
+    thread_local std::vector<const float*> q_rows;
+    thread_local std::vector<float*> out_rows;
+    thread_local std::vector<size_t> lens;
+    // The K/V blocks start on a cache line (64 bytes = 16 floats), so no
+    // vector load of them straddles two lines.
+    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + 16);
+    q_rows.clear();
+    out_rows.clear();
+    lens.clear();
+    for (size_t t = t0; t < t1; ++t) {
+      for (size_t g = 0; g < group; ++g) {
+        const size_t at = t * n_heads + h * group + g;  // row of q and out
+        q_rows.push_back(q + at * head_dim);
+        out_rows.push_back(segments > 1 ? part_out + (seg * all_rows + at) * head_dim
+                                        : out + at * head_dim);
+        lens.push_back(n_past + t + 1);
+      }
+    }
+    float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
+    float* max = b + 2 * kGroupBlock * head_dim;  // after the K and V blocks
+    float* sum = max + rows;
+    HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
+    (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
+     boundary(seg), boundary(seg + 1), segments == 1, b, b + kGroupBlock * head_dim, max, sum);
+    if (segments == 1) return;
+    for (size_t i = 0; i < rows; ++i) {
+      const size_t at = (t0 + i / group) * n_heads + h * group + i % group;
+      part_max[seg * all_rows + at] = max[i];
+      part_sum[seg * all_rows + at] = sum[i];
+    }
+  });
+  if (segments == 1) return;
+  // out = sum_s exp(max_s - M) out_s / sum_s exp(max_s - M) sum_s, M the
+  // largest max_s (finite: every row has a position in some segment; an
+  // empty segment has max -inf, weight 0).
+  for (size_t row = 0; row < all_rows; ++row) {
+    float m = -INFINITY;
+    for (size_t seg = 0; seg < segments; ++seg) m = std::max(m, part_max[seg * all_rows + row]);
+    float* o = out + row * head_dim;
+    std::fill(o, o + head_dim, 0.0f);
+    float total = 0.0f;
+    for (size_t seg = 0; seg < segments; ++seg) {
+      const float w = std::exp(part_max[seg * all_rows + row] - m);
+      total += w * part_sum[seg * all_rows + row];
+      const float* po = part_out + (seg * all_rows + row) * head_dim;
+      for (size_t j = 0; j < head_dim; ++j) o[j] += w * po[j];
+    }
+    for (size_t j = 0; j < head_dim; ++j) o[j] /= total;
+  }
+}
+
+}  // namespace
+
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool) {
   if (q == nullptr || out == nullptr || n == 0 || n_heads == 0 || n_kv_heads == 0 ||
@@ -242,40 +349,7 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
   const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   if (kv.type != KvType::kQ8) {
-    // One task per (kv head, block of tokens): its rows share every widened
-    // K/V block. Later token blocks attend more positions, so they come
-    // first and the short ones even out the threads at the end.
-    const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
-    ParallelOrInline(pool, n_kv_heads * token_blocks, [&](size_t task, size_t) {
-      const size_t block = token_blocks - 1 - task / n_kv_heads;
-      const size_t h = task % n_kv_heads;
-      const size_t t0 = block * kAttentionTokenBlock;
-      const size_t t1 = std::min(n, t0 + kAttentionTokenBlock);
-      const size_t rows = (t1 - t0) * group;
-      thread_local std::vector<float> buffer;
-      thread_local std::vector<const float*> q_rows;
-      thread_local std::vector<float*> out_rows;
-      thread_local std::vector<size_t> lens;
-      // The K/V blocks start on a cache line (64 bytes = 16 floats), so no
-      // vector load of them straddles two lines.
-      buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + 16);
-      q_rows.clear();
-      out_rows.clear();
-      lens.clear();
-      for (size_t t = t0; t < t1; ++t) {
-        for (size_t g = 0; g < group; ++g) {
-          const size_t at = (t * n_heads + h * group + g) * head_dim;
-          q_rows.push_back(q + at);
-          out_rows.push_back(out + at);
-          lens.push_back(n_past + t + 1);
-        }
-      }
-      float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
-      float* max = b + 2 * kGroupBlock * head_dim;  // after the K and V blocks
-      HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
-      (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale, b,
-       b + kGroupBlock * head_dim, max, max + rows);
-    });
+    AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale, out, pool);
     return;
   }
   const size_t pairs = n * n_heads;
