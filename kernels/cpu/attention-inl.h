@@ -328,13 +328,25 @@ HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RE
     Store4(d, a0, a1, a2, a3, scores[0] + p);
     if constexpr (kRows == 2) Store4(d, b0, b1, b2, b3, scores[1] + p);
   }
-  for (; p < padded; p += N) {  // blocks that are not 4 vectors
+  // Blocks that are not 4 vectors (a row's last, partial block): one vector
+  // at a time, its channels spread over 4 accumulators so that the
+  // multiply-adds do not wait on each other.
+  for (; p < padded; p += N) {
     for (size_t r = 0; r < kRows; ++r) {
-      auto a = hn::Zero(d);
-      for (size_t c = 0; c < head_dim; ++c) {
-        a = hn::MulAdd(hn::Set(d, q[r][c]), hn::LoadU(d, kt + c * kScoreBlock + p), a);
+      const float* HWY_RESTRICT qr = q[r];
+      const float* HWY_RESTRICT kp = kt + p;
+      auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
+      size_t c = 0;
+      for (; c + 4 <= head_dim; c += 4) {
+        a0 = hn::MulAdd(hn::Set(d, qr[c]), hn::LoadU(d, kp + c * kScoreBlock), a0);
+        a1 = hn::MulAdd(hn::Set(d, qr[c + 1]), hn::LoadU(d, kp + (c + 1) * kScoreBlock), a1);
+        a2 = hn::MulAdd(hn::Set(d, qr[c + 2]), hn::LoadU(d, kp + (c + 2) * kScoreBlock), a2);
+        a3 = hn::MulAdd(hn::Set(d, qr[c + 3]), hn::LoadU(d, kp + (c + 3) * kScoreBlock), a3);
       }
-      hn::StoreU(a, d, scores[r] + p);
+      for (; c < head_dim; ++c) {
+        a0 = hn::MulAdd(hn::Set(d, qr[c]), hn::LoadU(d, kp + c * kScoreBlock), a0);
+      }
+      hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, scores[r] + p);
     }
   }
 }
