@@ -249,6 +249,16 @@ HWY_INLINE void Load4(D d, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& 
   a3 = hn::LoadU(d, p + 3 * N);
 }
 
+// Load4 for vectors that feed several rows' multiply-adds: kept in registers.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void LoadShared4(D d, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& a3) {
+  Load4(d, p, a0, a1, a2, a3);
+  a0 = InRegister(a0);
+  a1 = InRegister(a1);
+  a2 = InRegister(a2);
+  a3 = InRegister(a3);
+}
+
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE void Store4(D d, V a0, V a1, V a2, V a3, float* HWY_RESTRICT p) {
   const size_t N = hn::Lanes(d);
@@ -274,10 +284,8 @@ HWY_INLINE void AccumulateV(D d, const float* const* w, const float* HWY_RESTRIC
     Load4(d, out[0] + c, a0, a1, a2, a3);
     if constexpr (kRows == 2) Load4(d, out[1] + c, b0, b1, b2, b3);
     for (size_t p = 0; p < count; ++p) {
-      const float* v = vb + p * head_dim + c;
-      const auto v0 = InRegister(hn::LoadU(d, v)), v1 = InRegister(hn::LoadU(d, v + N));
-      const auto v2 = InRegister(hn::LoadU(d, v + 2 * N));
-      const auto v3 = InRegister(hn::LoadU(d, v + 3 * N));
+      auto v0 = hn::Zero(d), v1 = v0, v2 = v0, v3 = v0;
+      LoadShared4(d, vb + p * head_dim + c, v0, v1, v2, v3);
       MulAdd4(hn::Set(d, w0[p]), v0, v1, v2, v3, a0, a1, a2, a3);
       if constexpr (kRows == 2) MulAdd4(hn::Set(d, w1[p]), v0, v1, v2, v3, b0, b1, b2, b3);
     }
@@ -318,10 +326,8 @@ HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RE
   for (; p + 4 * N <= padded; p += 4 * N) {
     auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     for (size_t c = 0; c < head_dim; ++c) {
-      const float* row = kt + c * kScoreBlock + p;
-      const auto k0 = InRegister(hn::LoadU(d, row)), k1 = InRegister(hn::LoadU(d, row + N));
-      const auto k2 = InRegister(hn::LoadU(d, row + 2 * N));
-      const auto k3 = InRegister(hn::LoadU(d, row + 3 * N));
+      auto k0 = hn::Zero(d), k1 = k0, k2 = k0, k3 = k0;
+      LoadShared4(d, kt + c * kScoreBlock + p, k0, k1, k2, k3);
       MulAdd4(hn::Set(d, q0[c]), k0, k1, k2, k3, a0, a1, a2, a3);
       if constexpr (kRows == 2) MulAdd4(hn::Set(d, q1[c]), k0, k1, k2, k3, b0, b1, b2, b3);
     }
