@@ -264,18 +264,22 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
   const auto boundary = [&](size_t seg) {
     return std::min(len, pages * seg / segments * kv.page_tokens);
   };
-  // Partial states of the segments: [segment][row] max and sum, and
-  // [segment][row][head_dim] outputs, rows of all kv heads.
-  const size_t all_rows = n * n_heads;
+  // Segments only come with one token block, so every task has the same
+  // n * group rows and the partial states are laid out in the tasks' own
+  // row order: [segment][kv head][row] max and sum, and outputs with
+  // head_dim floats per row.
+  const size_t task_rows = n * group;
+  const auto partial_row = [&](size_t seg, size_t h) { return (seg * n_kv_heads + h) * task_rows; };
   thread_local std::vector<float> partial;
   float* part_out = nullptr;
   float* part_max = nullptr;
   float* part_sum = nullptr;
   if (segments > 1) {
-    partial.resize(segments * all_rows * (head_dim + 2));
+    const size_t states = segments * n_kv_heads * task_rows;
+    partial.resize(states * (head_dim + 2));
     part_out = partial.data();
-    part_max = part_out + segments * all_rows * head_dim;
-    part_sum = part_max + segments * all_rows;
+    part_max = part_out + states * head_dim;
+    part_sum = part_max + states;
   }
   ParallelOrInline(pool, base_tasks * segments, [&](size_t task, size_t) {
     const size_t seg = task % segments;
@@ -295,45 +299,46 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     q_rows.clear();
     out_rows.clear();
     lens.clear();
+    const size_t first = partial_row(seg, h);  // segmented: this task's states
     for (size_t t = t0; t < t1; ++t) {
       for (size_t g = 0; g < group; ++g) {
         const size_t at = t * n_heads + h * group + g;  // row of q and out
         q_rows.push_back(q + at * head_dim);
-        out_rows.push_back(segments > 1 ? part_out + (seg * all_rows + at) * head_dim
+        out_rows.push_back(segments > 1 ? part_out + (first + out_rows.size()) * head_dim
                                         : out + at * head_dim);
         lens.push_back(n_past + t + 1);
       }
     }
     float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
-    float* max = b + 2 * kGroupBlock * head_dim;  // after the K and V blocks
-    float* sum = max + rows;
+    float* max = segments > 1 ? part_max + first : b + 2 * kGroupBlock * head_dim;
+    float* sum = segments > 1 ? part_sum + first : max + rows;
     HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
     (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
      boundary(seg), boundary(seg + 1), segments == 1, b, b + kGroupBlock * head_dim, max, sum);
-    if (segments == 1) return;
-    for (size_t i = 0; i < rows; ++i) {
-      const size_t at = (t0 + i / group) * n_heads + h * group + i % group;
-      part_max[seg * all_rows + at] = max[i];
-      part_sum[seg * all_rows + at] = sum[i];
-    }
   });
   if (segments == 1) return;
   // out = sum_s exp(max_s - M) out_s / sum_s exp(max_s - M) sum_s, M the
   // largest max_s (finite: every row has a position in some segment; an
   // empty segment has max -inf, weight 0).
-  for (size_t row = 0; row < all_rows; ++row) {
-    float m = -INFINITY;
-    for (size_t seg = 0; seg < segments; ++seg) m = std::max(m, part_max[seg * all_rows + row]);
-    float* o = out + row * head_dim;
-    std::fill(o, o + head_dim, 0.0f);
-    float total = 0.0f;
-    for (size_t seg = 0; seg < segments; ++seg) {
-      const float w = std::exp(part_max[seg * all_rows + row] - m);
-      total += w * part_sum[seg * all_rows + row];
-      const float* po = part_out + (seg * all_rows + row) * head_dim;
-      for (size_t j = 0; j < head_dim; ++j) o[j] += w * po[j];
+  for (size_t h = 0; h < n_kv_heads; ++h) {
+    for (size_t i = 0; i < task_rows; ++i) {
+      float m = -INFINITY;
+      for (size_t seg = 0; seg < segments; ++seg) {
+        m = std::max(m, part_max[partial_row(seg, h) + i]);
+      }
+      // Task row i is token i / group, query head h * group + i % group.
+      float* o = out + ((i / group) * n_heads + h * group + i % group) * head_dim;
+      std::fill(o, o + head_dim, 0.0f);
+      float total = 0.0f;
+      for (size_t seg = 0; seg < segments; ++seg) {
+        const size_t state = partial_row(seg, h) + i;
+        const float w = std::exp(part_max[state] - m);
+        total += w * part_sum[state];
+        const float* po = part_out + state * head_dim;
+        for (size_t j = 0; j < head_dim; ++j) o[j] += w * po[j];
+      }
+      for (size_t j = 0; j < head_dim; ++j) o[j] /= total;
     }
-    for (size_t j = 0; j < head_dim; ++j) o[j] /= total;
   }
 }
 
