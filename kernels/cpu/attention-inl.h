@@ -23,11 +23,11 @@
 #include <cmath>
 #include <type_traits>
 
-#include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
 #include "backends/cpu/ops.h"
+#include "kernels/cpu/hints-inl.h"
 #include "kernels/cpu/load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -199,31 +199,6 @@ HWY_INLINE void WidenRun(const T* HWY_RESTRICT src, size_t count, size_t padded,
   for (; p + N <= count; p += N) hn::StoreU(LoadF32(d, src + p), d, dst + p);
   for (; p < count; ++p) dst[p] = ScalarF32(src + p);
   for (; p < padded; ++p) dst[p] = 0.0f;
-}
-
-// Prefetches the `bytes` from p into L2 (not L1, where they would evict the
-// widened block being scored), one hint per cache line.
-HWY_INLINE void PrefetchBytes(const void* p, size_t bytes) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < bytes; i += 64) {
-#if defined(__GNUC__)
-    __builtin_prefetch(b + i, /*rw=*/0, /*locality=*/2);  // x86 prefetcht1, ARM PLDL2KEEP
-#else
-    hwy::Prefetch(b + i);
-#endif
-  }
-}
-
-// Keeps a loaded vector in a register. GCC otherwise folds the load into
-// every multiply-add that uses it, and the loads then cap the rate at which
-// the multiply-adds run (one 512-bit load per cycle on Zen 4; AVX2's 256-bit
-// loads measured no such limit, so other targets leave it to the compiler).
-template <class V>
-HWY_INLINE V InRegister(V v) {
-#if HWY_ARCH_X86 && defined(__GNUC__) && HWY_TARGET <= HWY_AVX3
-  asm("" : "+v"(v.raw));
-#endif
-  return v;
 }
 
 // Query rows handled together by AccumulateV and ScoresTransposed. Two

@@ -33,6 +33,7 @@
 
 #include "backends/cpu/linear_int8.h"
 #include "backends/cpu/rows16.h"
+#include "kernels/cpu/hints-inl.h"
 #include "kernels/cpu/int8_dot-inl.h"
 #include "kernels/cpu/load-inl.h"
 
@@ -225,6 +226,7 @@ HWY_INLINE void Rows16TilePair(const Rows16Weights& w, const QuantizedActs& a, s
       xa = Broadcast4(di8, x[3] + k), xb = Broadcast4(di8, x[3] + k + 4);
       i03 = DotU7(hi0, xb, DotU7(lo0, xa, i03));
       i13 = DotU7(hi1, xb, DotU7(lo1, xa, i13));
+      KeepInRegisters(i00, i01, i02, i03, i10, i11, i12, i13);
     }
     const auto s0 = LoadF32(df, p0.scales), m0 = LoadF32(df, p0.mins);
     const auto s1 = LoadF32(df, p1.scales), m1 = LoadF32(df, p1.mins);
@@ -247,6 +249,25 @@ HWY_INLINE void Rows16TilePair(const Rows16Weights& w, const QuantizedActs& a, s
 }
 #endif  // POCKET_ROWS16_GEMM_PAIRS
 
+// Prefill reads each lane block's records from DRAM once per token chunk, in
+// runs too short for the hardware prefetchers to get ahead of. So while the
+// tiles of rows [r, r + rows) run, each requests its share of the records of
+// the next rows, [r + rows, r + 2 rows) (bounded by r1), into L2: tile
+// `tile` of `tiles`. Lane blocks narrower than 16 rows share their records
+// with a neighbour, so only a unit that ends a 16-row block prefetches.
+HWY_INLINE void PrefetchNextRows(const Rows16Weights& w, size_t r, size_t rows, size_t r1,
+                                 size_t tile, size_t tiles) {
+  const size_t next = r + rows;
+  if (next % kRows16Block != 0 || next >= r1) return;
+  const size_t blocks =
+      (std::min(next + std::max<size_t>(rows, kRows16Block), r1) - next + kRows16Block - 1) /
+      kRows16Block;
+  const size_t bytes = blocks * w.groups * w.record_bytes;
+  const size_t share = (bytes / tiles + 63) / 64 * 64;
+  const size_t begin = std::min(bytes, tile * share);
+  PrefetchBytes(w.Record(next / kRows16Block, 0) + begin, std::min(bytes, begin + share) - begin);
+}
+
 // Rows [r0, r1) of out[n, w.rows] for n tokens, in tiles of one lane block
 // by 4 tokens: 8 int32 and 4 f32 accumulators plus the two nibble vectors
 // and two broadcasts fit the 16 registers of AVX2. Pairs of lane blocks go
@@ -259,14 +280,19 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
   const hn::Repartition<int8_t, Rows16Tag> di8;
   const size_t L = hn::Lanes(d32);
   const auto low4 = hn::Set(du8, 0x0F);
+  const size_t tiles = (n + 3) / 4;
   size_t r = r0;
 #if POCKET_ROWS16_GEMM_PAIRS
   for (; r + 2 * L <= r1; r += 2 * L) {
-    for (size_t t = 0; t < n; t += 4) Rows16TilePair(w, a, n, bias, r, t, out);
+    for (size_t t = 0; t < n; t += 4) {
+      PrefetchNextRows(w, r, 2 * L, r1, t / 4, tiles);
+      Rows16TilePair(w, a, n, bias, r, t, out);
+    }
   }
 #endif
   for (; r < r1; r += L) {
     for (size_t t = 0; t < n; t += 4) {
+      PrefetchNextRows(w, r, L, r1, t / 4, tiles);
       const TokenQuad q = TokensAt(w, a, n, t);
       const int8_t* const* x = q.x;
       const float* const* dx = q.dx;
