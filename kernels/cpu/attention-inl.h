@@ -332,10 +332,17 @@ HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RE
   }
 }
 
+// How far a block's scaled scores may rise above a row's running max before
+// the max moves. Until then the weights exp(score - max) stay below e^8
+// (about 3000), far from f32's range even summed over the longest context,
+// and the block skips the horizontal max, the rescale's scalar exp and its
+// pass over the row's output; a higher score moves the max to the block's.
+constexpr float kMaxSlack = 8.0f;
+
 // Folds the raw scores[0, n) of one row (q . k, before the 1/sqrt(head_dim)
-// scale) into its softmax state (running max and sum, output rescaled) and
-// turns them into weights; positions [n, padded) get weight 0, so a row
-// paired with a longer one adds nothing there.
+// scale) into its softmax state (running max and sum, output rescaled when
+// the max moves) and turns them into weights; positions [n, padded) get
+// weight 0, so a row paired with a longer one adds nothing there.
 template <class D>
 HWY_INLINE void SoftmaxBlock(D d, float* HWY_RESTRICT scores, size_t n, size_t padded, float scale,
                              size_t head_dim, float* HWY_RESTRICT max, float* HWY_RESTRICT sum,
@@ -344,14 +351,24 @@ HWY_INLINE void SoftmaxBlock(D d, float* HWY_RESTRICT scores, size_t n, size_t p
   auto vmax = hn::Set(d, -INFINITY);
   size_t p = 0;
   for (; p + N <= n; p += N) vmax = hn::Max(vmax, hn::Load(d, scores + p));
-  float block_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (; p < n; ++p) block_max = std::max(block_max, scores[p]);
-  const float new_max = std::max(*max, block_max * scale);  // scale > 0
-  const float correction = std::exp(*max - new_max);
-  *sum = *sum * correction + ExpShifted(scores, n, scale, new_max);
-  if (correction != 1.0f) ScaleRow(out_row, correction, head_dim);
+  float tail_max = -INFINITY;
+  for (; p < n; ++p) tail_max = std::max(tail_max, scores[p]);
+  // scale > 0: comparing score * scale with the limit needs no division.
+  const float limit = *max + kMaxSlack;
+  const bool rises =
+      !hn::AllFalse(d, hn::Gt(hn::Mul(vmax, hn::Set(d, scale)), hn::Set(d, limit))) ||
+      tail_max * scale > limit;
+  if (rises) {
+    const float block_max = std::max(hn::GetLane(hn::MaxOfLanes(d, vmax)), tail_max) * scale;
+    const float new_max = std::max(*max, block_max);
+    // exp(-inf) = 0 on the first block: nothing accumulated yet to rescale.
+    const float correction = std::exp(*max - new_max);
+    *sum *= correction;
+    ScaleRow(out_row, correction, head_dim);
+    *max = new_max;
+  }
+  *sum += ExpShifted(scores, n, scale, *max);
   std::fill(scores + n, scores + padded, 0.0f);
-  *max = new_max;
 }
 
 // The positions of the block that starts at p0: up to kScoreBlock, within

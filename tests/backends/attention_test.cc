@@ -50,6 +50,11 @@ const char* TypeName(KvType type) {
 struct Case {
   KvType type;
   size_t page_tokens, n_past, n, n_heads, n_kv_heads, head_dim;
+  // Nonzero: every query points along one direction and each position's
+  // keys move `rise` further along it, so scaled scores climb by
+  // rise * sqrt(head_dim) per position, far past exp's f32 range over a
+  // long cache (the running max must keep up).
+  float rise = 0.0f;
 };
 
 void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
@@ -59,9 +64,16 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
                << " hd=" << c.head_dim << " threads=" << (pool ? pool->NumThreads() : 0));
   const size_t kv_dim = c.n_kv_heads * c.head_dim;
   const size_t total = c.n_past + c.n;
-  const std::vector<float> k = RandomFloats(total * kv_dim, rng, -2.0f, 2.0f);
+  std::vector<float> k = RandomFloats(total * kv_dim, rng, -2.0f, 2.0f);
   const std::vector<float> v = RandomFloats(total * kv_dim, rng);
-  const std::vector<float> q = RandomFloats(c.n * c.n_heads * c.head_dim, rng, -2.0f, 2.0f);
+  std::vector<float> q = RandomFloats(c.n * c.n_heads * c.head_dim, rng, -2.0f, 2.0f);
+  if (c.rise != 0.0f) {
+    const auto along = [&](size_t i) { return i % c.head_dim % 2 ? 1.0f : -1.0f; };
+    for (size_t i = 0; i < k.size(); ++i) {
+      k[i] = 0.05f * k[i] + c.rise * static_cast<float>(i / kv_dim) * along(i);
+    }
+    for (size_t i = 0; i < q.size(); ++i) q[i] = along(i) + 0.05f * q[i];
+  }
 
   TestCache expected_cache(c.type, c.page_tokens, kv_dim, total, c.head_dim);
   reference::KvAppend(expected_cache.view, 0, k.data(), v.data(), total);
@@ -87,15 +99,28 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
 TEST(AttentionTest, MatchesReference) {
   std::mt19937 rng(31);
   const Case cases[] = {
-      {KvType::kF32, 16, 0, 1, 4, 4, 64},    {KvType::kF16, 16, 0, 1, 4, 4, 64},
-      {KvType::kF32, 7, 5, 3, 4, 2, 8},      {KvType::kF16, 7, 40, 9, 4, 2, 20},
-      {KvType::kF16, 16, 100, 1, 14, 2, 64}, {KvType::kF32, 16, 130, 2, 14, 2, 64},
-      {KvType::kF16, 32, 0, 70, 7, 1, 32},   {KvType::kF32, 5, 13, 4, 7, 1, 17},
-      {KvType::kQ8, 16, 0, 1, 4, 4, 64},     {KvType::kQ8, 7, 40, 9, 4, 2, 20},
-      {KvType::kQ8, 16, 100, 1, 14, 2, 64},  {KvType::kQ8, 5, 13, 4, 7, 1, 17},
+      {KvType::kF32, 16, 0, 1, 4, 4, 64},
+      {KvType::kF16, 16, 0, 1, 4, 4, 64},
+      {KvType::kF32, 7, 5, 3, 4, 2, 8},
+      {KvType::kF16, 7, 40, 9, 4, 2, 20},
+      {KvType::kF16, 16, 100, 1, 14, 2, 64},
+      {KvType::kF32, 16, 130, 2, 14, 2, 64},
+      {KvType::kF16, 32, 0, 70, 7, 1, 32},
+      {KvType::kF32, 5, 13, 4, 7, 1, 17},
+      {KvType::kQ8, 16, 0, 1, 4, 4, 64},
+      {KvType::kQ8, 7, 40, 9, 4, 2, 20},
+      {KvType::kQ8, 16, 100, 1, 14, 2, 64},
+      {KvType::kQ8, 5, 13, 4, 7, 1, 17},
       {KvType::kQ8, 32, 0, 70, 7, 1, 32},
       // Several 64-position blocks and 16-token tasks with a long past.
-      {KvType::kF16, 64, 150, 40, 14, 2, 64}, {KvType::kF32, 16, 70, 33, 8, 2, 128},
+      {KvType::kF16, 64, 150, 40, 14, 2, 64},
+      {KvType::kF32, 16, 70, 33, 8, 2, 128},
+      // Scores that climb 38 per 64-position block, 180 over the cache (the
+      // max moves every block), and 5.1 per block (it moves only once it
+      // lags by the slack).
+      {KvType::kF32, 64, 300, 3, 4, 2, 16, 0.15f},
+      {KvType::kF16, 64, 300, 3, 4, 2, 16, 0.02f},
+      {KvType::kF32, 16, 200, 1, 14, 2, 64, 0.01f},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
 }
@@ -113,6 +138,7 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kF16, 64, 700, 1, 14, 2, 64}, &pool, rng);
     CheckAttention({KvType::kF32, 16, 1000, 3, 8, 1, 32}, &pool, rng);
     CheckAttention({KvType::kF16, 48, 520, 2, 4, 2, 20}, &pool, rng);
+    CheckAttention({KvType::kF32, 64, 600, 1, 14, 2, 16, 0.02f}, &pool, rng);
   }
 }
 
