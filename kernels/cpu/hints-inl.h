@@ -17,7 +17,6 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
 
 // The register pins are empty asm statements on AVX-512 with GCC or Clang,
 // where they measured faster; elsewhere they compile to nothing.
