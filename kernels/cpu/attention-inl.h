@@ -427,16 +427,16 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     const size_t next = p0 + count;
     const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
     const size_t shares = (rows + kRowsTogether - 1) / kRowsTogether;
-    size_t share = 0;
+    size_t share = next_count ? 0 : shares;  // the last block requests nothing
+    const T* k_next = next_count ? KvHeadRow<T>(kv, kv.k_pages, next, kv_offset) : nullptr;
+    const T* v_next = next_count ? KvHeadRow<T>(kv, kv.v_pages, next, kv_offset) : nullptr;
     const auto prefetch_share = [&] {
-      if (next_count == 0 || share == shares) return;
-      const T* k = KvHeadRow<T>(kv, kv.k_pages, next, kv_offset);
-      const T* v = KvHeadRow<T>(kv, kv.v_pages, next, kv_offset);
+      if (share == shares) return;
       for (size_t c = head_dim * share / shares; c < head_dim * (share + 1) / shares; ++c) {
-        PrefetchBytes(k + c * k_stride, next_count * sizeof(T));
+        PrefetchBytes(k_next + c * k_stride, next_count * sizeof(T));
       }
       for (size_t p = next_count * share / shares; p < next_count * (share + 1) / shares; ++p) {
-        PrefetchBytes(v + p * v_stride, head_dim * sizeof(T));
+        PrefetchBytes(v_next + p * v_stride, head_dim * sizeof(T));
       }
       ++share;
     };
@@ -475,7 +475,7 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
       }
       prefetch_share();
     }
-    while (share < shares && next_count) prefetch_share();  // rows that ended before p0
+    while (share < shares) prefetch_share();  // rows that ended before p0
   }
   if (!normalize) return;
   for (size_t i = 0; i < rows; ++i) ScaleRow(out_rows[i], 1.0f / s.sum[i], head_dim);
