@@ -107,8 +107,11 @@ BENCHMARK(RunLinear)
 // position ctx - 1: 14 query heads over kv_heads f16 kv heads of 64 (n 1: a
 // decode step; n 64: the last prefill chunk of a ctx-token prompt). One kv
 // head with 2 threads shows the split of a head's positions across threads.
+// bf16 1: AttentionMath::kBf16 (the int8 maths' attention; f32 where the CPU
+// lacks AVX512_BF16, which the label then says).
 void RunAttention(benchmark::State& state) {
   const size_t ctx = state.range(0), n = state.range(2), kv_heads = state.range(3);
+  const AttentionMath math = state.range(4) ? AttentionMath::kBf16 : AttentionMath::kF32;
   const size_t heads = 14, head_dim = 64;
   const size_t page_tokens = 64, kv_dim = kv_heads * head_dim;
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(1)), false});
@@ -126,10 +129,11 @@ void RunAttention(benchmark::State& state) {
   const std::vector<float> q = RandomActivations(n * heads * head_dim);
   std::vector<float> out(n * heads * head_dim);
   for (auto _ : state) {
-    Attention(q.data(), n, ctx - n, kv, heads, kv_heads, head_dim, out.data(), &pool);
+    Attention(q.data(), n, ctx - n, kv, heads, kv_heads, head_dim, out.data(), &pool, math);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetLabel(KernelTargetName());
+  const bool bf16 = math == AttentionMath::kBf16 && AttentionBf16Available();
+  state.SetLabel(std::string(KernelTargetName()) + (bf16 ? " bf16" : ""));
   // Multiply-adds of q.k and of the weighted V sum over the causal spans.
   const double spans = static_cast<double>(n) * (ctx - n) + n * (n + 1) / 2.0;
   state.counters["GFLOP/s"] = benchmark::Counter(spans * heads * head_dim * 2 * 2 * 1e-9,
@@ -137,17 +141,14 @@ void RunAttention(benchmark::State& state) {
 }
 BENCHMARK(RunAttention)
     ->Name("AttentionDecode")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads"})
-    ->Args({512, 1, 1, 2})
-    ->Args({512, 2, 1, 2})
-    ->Args({1024, 1, 1, 1})
-    ->Args({1024, 2, 1, 1})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16"})
+    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}})
+    ->ArgsProduct({{1024}, {1, 2}, {1}, {1}, {0, 1}})
     ->UseRealTime();
 BENCHMARK(RunAttention)
     ->Name("AttentionPrefill")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads"})
-    ->Args({512, 1, 64, 2})
-    ->Args({512, 2, 64, 2})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16"})
+    ->ArgsProduct({{512}, {1, 2}, {64}, {2}, {0, 1}})
     ->UseRealTime();
 
 // One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)

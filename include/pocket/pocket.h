@@ -84,10 +84,11 @@ typedef struct pocket_model_options {
   const char* backend; /* "cpu" (default when NULL) */
   /* Since API version 3. How the CPU multiplies q4/q8 weights:
    * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight
-   * group and uses the int8 dot instructions (VNNI, sdot), adding an error
-   * bounded in docs/kernels.md; POCKET_QUANT_MATH_F32 keeps activations f32
-   * (the reference-accurate path, slower). f32/f16/bf16 weights always use
-   * f32 maths. */
+   * group and uses the int8 dot instructions (VNNI, sdot), and on x86 CPUs
+   * with AVX512_BF16 multiplies attention's q.k and weighted V in bf16,
+   * adding errors bounded in docs/kernels.md; POCKET_QUANT_MATH_F32 keeps
+   * f32 maths throughout (the reference-accurate path, slower). Models with
+   * f32/f16/bf16 weights always use f32 maths. */
   int32_t quant_math;
   /* Since API version 3. Nonzero pins compute worker i to core i (Linux;
    * ignored elsewhere); the calling thread is not pinned. Default 0. */

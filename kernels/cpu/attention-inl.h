@@ -8,9 +8,11 @@
 // f32/f16 caches (AttendGroup): every query row of one kv head passes over
 // the cache together; K is channel-major (ops.h), so a block's keys widen
 // into a head_dim x positions tile with contiguous loads and scores come out
-// a vector of positions at a time. q8 caches (AttendHeadQ8): one query head
-// at a time over token-major rows, the row scale multiplying the score or
-// the softmax weight once per row instead of every value.
+// a vector of positions at a time (AttentionMath::kBf16 makes the q . k and
+// weighted-V products in bf16 instead: attention_bf16-inl.h). q8 caches
+// (AttendHeadQ8): one query head at a time over token-major rows, the row
+// scale multiplying the score or the softmax weight once per row instead of
+// every value.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_INL_H_
@@ -178,16 +180,6 @@ HWY_INLINE void AttendHeadQ8(const float* HWY_RESTRICT q, const KvView& kv, size
 // then serves every row. Rows go through a block in pairs, so each K or V
 // vector loaded from kb/vb feeds two rows' multiply-adds, and a pair keeps
 // its outputs in registers while it adds the block's weighted V rows.
-
-// The widened K tile and V rows of one position block, and the rows' softmax
-// state: kb, vb hold kScoreBlock * head_dim floats each; max, sum one float
-// per row.
-struct GroupScratch {
-  float* kb;
-  float* vb;
-  float* max;
-  float* sum;
-};
 
 // dst[0, count) = src[0, count) widened to f32, then zeros up to `padded`.
 template <typename T>
@@ -377,26 +369,70 @@ HWY_INLINE size_t BlockCount(const KvView& kv, size_t p0, size_t len) {
   return std::min({kScoreBlock, len - p0, kv.page_tokens - p0 % kv.page_tokens});
 }
 
-// Rows [0, rows) of one kv head: row i has query q_rows[i] and attends the
-// positions [0, lens[i]) that lie in [begin, end). With `normalize`,
-// out_rows[i] (head_dim floats) is the softmax-weighted sum of V. Without,
-// it is that sum scaled by s.sum[i], the sum of exp(score - s.max[i]): the
-// state from which Attention merges a row's position ranges (a row with no
-// positions in the range has s.max[i] = -inf, s.sum[i] = 0 and zeros).
-template <typename T>
-HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, float* const* out_rows,
-                            size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
-                            float scale, size_t begin, size_t end, bool normalize,
-                            const GroupScratch& s) {
+// The products of one position block in f32 (every target): the block is
+// widened into kb (head_dim rows of kScoreBlock positions) and vb (one row
+// of head_dim values per position), then scored and summed by the
+// functions above. AttendGroup's other `Block` is attention_bf16-inl.h's.
+struct F32Block {
+  const float* const* q_rows;
+  float* kb;
+  float* vb;
+
+  HWY_INLINE void PrepareRows(size_t, size_t) {}
+
+  template <typename T>
+  HWY_INLINE void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
+                        const T* HWY_RESTRICT v_block, size_t v_stride, size_t count, size_t padded,
+                        size_t head_dim) {
+    for (size_t c = 0; c < head_dim; ++c) {
+      WidenRun(k_block + c * k_stride, count, padded, kb + c * kScoreBlock);
+    }
+    if (v_stride == head_dim) {
+      WidenRun(v_block, count * head_dim, count * head_dim, vb);
+    } else {
+      for (size_t p = 0; p < count; ++p) {
+        WidenRun(v_block + p * v_stride, head_dim, head_dim, vb + p * head_dim);
+      }
+    }
+  }
+
+  template <size_t kRows, class D>
+  HWY_INLINE void Scores(D d, const size_t* take, size_t head_dim, size_t padded,
+                         float* const* scores) const {
+    const float* q[kRows];
+    for (size_t r = 0; r < kRows; ++r) q[r] = q_rows[take[r]];
+    ScoresTransposed<kRows>(d, q, kb, head_dim, padded, scores);
+  }
+
+  template <size_t kRows, class D>
+  HWY_INLINE void AddWeightedV(D d, float* const* w, size_t count, size_t head_dim,
+                               float* const* out) const {
+    AccumulateV<kRows>(d, w, vb, count, head_dim, out);
+  }
+};
+
+// Rows [0, rows) of one kv head: row i has query q_rows[i] (held by `block`)
+// and attends the positions [0, lens[i]) that lie in [begin, end). With
+// `normalize`, out_rows[i] (head_dim floats) is the softmax-weighted sum of
+// V. Without, it is that sum scaled by s_sum[i], the sum of
+// exp(score - s_max[i]): the state from which Attention merges a row's
+// position ranges (a row with no positions in the range has s_max[i] = -inf,
+// s_sum[i] = 0 and zeros). `Block` widens each block of positions and makes
+// its products: F32Block, or the bf16 one where the CPU has it.
+template <typename T, class Block>
+HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_rows, size_t rows,
+                            const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
+                            size_t begin, size_t end, bool normalize, float* s_max, float* s_sum) {
   const hn::CappedTag<float, 16> d;
   const size_t N = hn::Lanes(d);
   size_t max_len = 0;
   for (size_t i = 0; i < rows; ++i) {
     max_len = std::max(max_len, std::min(lens[i], end));
-    s.max[i] = -INFINITY;
-    s.sum[i] = 0.0f;
+    s_max[i] = -INFINITY;
+    s_sum[i] = 0.0f;
     std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
   }
+  block.PrepareRows(rows, head_dim);
   // Within a page, a head's K channels follow each other every k_stride
   // values (channel-major) and its V rows every v_stride values (head-major:
   // one contiguous run per block).
@@ -406,18 +442,8 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
   for (size_t p0 = begin, count = 0; p0 < max_len; p0 += count) {
     count = BlockCount(kv, p0, max_len);
     const size_t padded = (count + N - 1) / N * N;
-    const T* k_block = KvHeadRow<T>(kv, kv.k_pages, p0, kv_offset);
-    for (size_t c = 0; c < head_dim; ++c) {
-      WidenRun(k_block + c * k_stride, count, padded, s.kb + c * kScoreBlock);
-    }
-    const T* v_block = KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset);
-    if (v_stride == head_dim) {
-      WidenRun(v_block, count * head_dim, count * head_dim, s.vb);
-    } else {
-      for (size_t p = 0; p < count; ++p) {
-        WidenRun(v_block + p * v_stride, head_dim, head_dim, s.vb + p * head_dim);
-      }
-    }
+    block.Widen(KvHeadRow<T>(kv, kv.k_pages, p0, kv_offset), k_stride,
+                KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset), v_stride, count, padded, head_dim);
     // In a model the layer's cache was last read a token ago and comes from
     // DRAM, in runs the hardware prefetchers pick up late: the next block is
     // requested while this one is scored, a share after each pair of rows.
@@ -444,14 +470,12 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     // and V vector; the shorter row of a pair has zero weights past its end.
     for (size_t i = 0; i < rows;) {
       size_t take[kRowsTogether];
-      const float* q[kRowsTogether];
       float* w[kRowsTogether];
       float* o[kRowsTogether];
       size_t m = 0, n = 0;
       for (; i < rows && m < kRowsTogether; ++i) {
         if (lens[i] <= p0) continue;
         take[m] = i;
-        q[m] = q_rows[i];
         w[m] = scores + m * kScoreBlock;
         o[m] = out_rows[i];
         n = std::max(n, std::min(count, lens[i] - p0));
@@ -460,13 +484,13 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
       const size_t pad = (n + N - 1) / N * N;
       const auto attend = [&](auto rows_together) {
         constexpr size_t kRows = decltype(rows_together)::value;
-        ScoresTransposed<kRows>(d, q, s.kb, head_dim, pad, w);
+        block.template Scores<kRows>(d, take, head_dim, pad, w);
         for (size_t r = 0; r < kRows; ++r) {
           const size_t row = take[r];
-          SoftmaxBlock(d, w[r], std::min(count, lens[row] - p0), pad, scale, head_dim, s.max + row,
-                       s.sum + row, o[r]);
+          SoftmaxBlock(d, w[r], std::min(count, lens[row] - p0), pad, scale, head_dim, s_max + row,
+                       s_sum + row, o[r]);
         }
-        AccumulateV<kRows>(d, w, s.vb, n, head_dim, o);
+        block.template AddWeightedV<kRows>(d, w, n, head_dim, o);
       };
       if (m == 2) {
         attend(std::integral_constant<size_t, 2>());
@@ -478,7 +502,7 @@ HWY_INLINE void AttendGroup(const float* const* q_rows, const size_t* lens, floa
     while (share < shares) prefetch_share();  // rows that ended before p0
   }
   if (!normalize) return;
-  for (size_t i = 0; i < rows; ++i) ScaleRow(out_rows[i], 1.0f / s.sum[i], head_dim);
+  for (size_t i = 0; i < rows; ++i) ScaleRow(out_rows[i], 1.0f / s_sum[i], head_dim);
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE

@@ -168,7 +168,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
         cpu::KvAppend(view, n_past, value(1, kv_width), value(2, kv_width), n);
         float* out = aliased(0) || aliased(1) || aliased(2) ? temp_.data() : dst;
         cpu::Attention(value(0, s.in_width), n, n_past, view, s.n_heads, s.n_kv_heads, s.head_dim,
-                       out, pool);
+                       out, pool, attention_math_);
         if (out != dst) std::memcpy(dst, out, count * sizeof(float));
         break;
       }

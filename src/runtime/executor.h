@@ -17,8 +17,10 @@ namespace pocket {
 
 class Executor {
  public:
-  // q4/q8 Linear steps multiply with `math` (backends/cpu/ops.h).
-  Executor(const Plan* plan, cpu::QuantMath math) : plan_(plan), math_(math) {}
+  // q4/q8 Linear steps multiply with `math`, attention with
+  // `attention_math` (backends/cpu/ops.h; Model::attention_math).
+  Executor(const Plan* plan, cpu::QuantMath math, cpu::AttentionMath attention_math)
+      : plan_(plan), math_(math), attention_math_(attention_math) {}
 
   // Runs tokens[0, n) at positions [n_past, n_past + n). The KV cache must
   // already hold pages for n_past + n positions. Logits:
@@ -40,6 +42,7 @@ class Executor {
 
   const Plan* plan_;
   cpu::QuantMath math_;
+  cpu::AttentionMath attention_math_;
   size_t rows_ = 0;       // rows every buffer can hold
   size_t tail_rows_ = 0;  // rows the tail-only slots can hold
   std::vector<std::vector<float>> slots_;

@@ -1,5 +1,6 @@
 #include "runtime/model.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "runtime/memory.h"
@@ -84,6 +85,14 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   pool_options.pin_threads = options.pin_threads;
   model->pool_ = std::make_unique<cpu::ThreadPool>(pool_options);
   model->quant_math_ = options.quant_math;
+  const bool quantized =
+      std::any_of(model->plan_.steps.begin(), model->plan_.steps.end(), [](const PlanStep& s) {
+        return s.op == OpKind::kLinear &&
+               (s.weight.dtype == DType::kQ4 || s.weight.dtype == DType::kQ8);
+      });
+  model->attention_math_ = options.quant_math == cpu::QuantMath::kInt8 && quantized
+                               ? cpu::AttentionMath::kBf16
+                               : cpu::AttentionMath::kF32;
   return model;
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/cpu/ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "format/model_config.h"
 #include "format/reader.h"
@@ -29,8 +30,9 @@ struct ModelOptions {
   // "cpu", or "opencl" in builds with the OpenCL backend (POCKET_OPENCL):
   // weights are uploaded to the device at load and sessions compute there.
   std::string backend = "cpu";
-  // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations
-  // (fast, the default) or f32 (the reference-accurate path).
+  // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations,
+  // and bf16 attention where the CPU has it (fast, the default), or f32
+  // (the reference-accurate path). See Executor.
   cpu::QuantMath quant_math = cpu::QuantMath::kInt8;
   // Pin compute worker i to core i (Linux; elsewhere, or in a cpuset that
   // forbids it, ignored). The calling thread is left where the OS puts it.
@@ -52,6 +54,10 @@ class Model {
   cpu::ThreadPool* pool() const { return pool_.get(); }
   int threads() const { return static_cast<int>(pool_->NumThreads()); }
   cpu::QuantMath quant_math() const { return quant_math_; }
+  // How the CPU backend runs attention: kBf16 with the int8 maths when the
+  // model has q4/q8 Linears (so a model with plain weights keeps f32 maths
+  // throughout), and then only where cpu::AttentionBf16Available().
+  cpu::AttentionMath attention_math() const { return attention_math_; }
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h).
   size_t weight_bytes() const { return weight_bytes_; }
   // The tokenizer, config and plan in memory plus the rest of the mapped
@@ -74,6 +80,7 @@ class Model {
   Plan plan_;
   std::unique_ptr<cpu::ThreadPool> pool_;
   cpu::QuantMath quant_math_ = cpu::QuantMath::kInt8;
+  cpu::AttentionMath attention_math_ = cpu::AttentionMath::kF32;
   size_t weight_bytes_ = 0;
   size_t model_bytes_ = 0;
 #ifdef POCKET_WITH_OPENCL

@@ -13,12 +13,12 @@
 namespace pocket {
 
 struct SamplingParams {
-  float temperature = 0.0f;    // 0 = greedy (ties: lowest id)
-  int32_t top_k = 0;           // 0 = off
-  float top_p = 1.0f;          // 1 = off
-  float min_p = 0.0f;          // 0 = off; keep p >= min_p * p_max
-  float repeat_penalty = 1.0f; // llama.cpp/CTRL style: logit/r if > 0 else logit*r
-  int32_t repeat_last_n = 64;  // window of previous tokens the penalties see (-1 = all)
+  float temperature = 0.0f;        // 0 = greedy (ties: lowest id)
+  int32_t top_k = 0;               // 0 = off
+  float top_p = 1.0f;              // 1 = off
+  float min_p = 0.0f;              // 0 = off; keep p >= min_p * p_max
+  float repeat_penalty = 1.0f;     // llama.cpp/CTRL style: logit/r if > 0 else logit*r
+  int32_t repeat_last_n = 64;      // window of previous tokens the penalties see (-1 = all)
   float frequency_penalty = 0.0f;  // OpenAI style: -= count * f
   float presence_penalty = 0.0f;   // -= p if count > 0
   std::vector<std::pair<int32_t, float>> logit_bias;  // id, added to the logit

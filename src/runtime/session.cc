@@ -15,7 +15,7 @@ Session::Session(const Model* model, const SessionOptions& options)
       options_(options),
       kv_(model->plan().kv_row, model->plan().kv_head_dim, options.kv_type, options.kv_page_tokens,
           static_cast<size_t>(model->config().context)),
-      executor_(&model->plan(), model->quant_math()) {
+      executor_(&model->plan(), model->quant_math(), model->attention_math()) {
   if (options_.prefill_chunk == 0) options_.prefill_chunk = 64;
 #ifdef POCKET_WITH_OPENCL
   if (model->opencl() != nullptr) {

@@ -57,11 +57,13 @@ struct Case {
   float rise = 0.0f;
 };
 
-void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
+void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng,
+                    AttentionMath math = AttentionMath::kF32) {
   SCOPED_TRACE(::testing::Message()
                << "kv=" << TypeName(c.type) << " page=" << c.page_tokens << " n_past=" << c.n_past
                << " n=" << c.n << " heads=" << c.n_heads << "/" << c.n_kv_heads
-               << " hd=" << c.head_dim << " threads=" << (pool ? pool->NumThreads() : 0));
+               << " hd=" << c.head_dim << " threads=" << (pool ? pool->NumThreads() : 0)
+               << " bf16=" << (math == AttentionMath::kBf16));
   const size_t kv_dim = c.n_kv_heads * c.head_dim;
   const size_t total = c.n_past + c.n;
   std::vector<float> k = RandomFloats(total * kv_dim, rng, -2.0f, 2.0f);
@@ -77,9 +79,11 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
 
   TestCache expected_cache(c.type, c.page_tokens, kv_dim, total, c.head_dim);
   reference::KvAppend(expected_cache.view, 0, k.data(), v.data(), total);
-  std::vector<float> expected(q.size());
+  std::vector<float> expected(q.size()), expected_bf16(q.size());
   reference::Attention(q.data(), c.n, c.n_past, expected_cache.view, c.n_heads, c.n_kv_heads,
                        c.head_dim, expected.data());
+  reference::Attention(q.data(), c.n, c.n_past, expected_cache.view, c.n_heads, c.n_kv_heads,
+                       c.head_dim, expected_bf16.data(), AttentionMath::kBf16);
 
   ForEachTarget([&] {
     // The past in one call, the batch in another, as a session does.
@@ -89,10 +93,17 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng) {
     ASSERT_EQ(cache.storage, expected_cache.storage);
     std::vector<float> out(q.size(), NAN);
     Attention(q.data(), c.n, c.n_past, cache.view, c.n_heads, c.n_kv_heads, c.head_dim, out.data(),
-              pool);
+              pool, math);
     // Outputs are convex combinations of V values in [-1, 1]; scores and
-    // exponentials carry f32 rounding of order 1e-6 relative.
-    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 2e-5f) << i;
+    // exponentials carry f32 rounding of order 1e-6 relative. In bf16 the
+    // reference rounds q, K and V as the kernel does; the kernel's rounding
+    // of each softmax weight (relative 2^-8 at most) moves an output by at
+    // most 2^-8 max|v| more.
+    const bool bf16 = math == AttentionMath::kBf16 && c.type != KvType::kQ8 &&
+                      c.head_dim % 16 == 0 && AttentionBf16Available();
+    const std::vector<float>& want = bf16 ? expected_bf16 : expected;
+    const float tolerance = bf16 ? 2e-5f + 1.0f / 256 : 2e-5f;
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], tolerance) << i;
   });
 }
 
@@ -123,6 +134,7 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kF32, 16, 200, 1, 14, 2, 64, 0.01f},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
+  for (const Case& c : cases) CheckAttention(c, nullptr, rng, AttentionMath::kBf16);
 }
 
 TEST(AttentionTest, ThreadedMatchesReference) {
@@ -139,6 +151,9 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kF32, 16, 1000, 3, 8, 1, 32}, &pool, rng);
     CheckAttention({KvType::kF16, 48, 520, 2, 4, 2, 20}, &pool, rng);
     CheckAttention({KvType::kF32, 64, 600, 1, 14, 2, 16, 0.02f}, &pool, rng);
+    CheckAttention({KvType::kF16, 64, 90, 50, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
+    CheckAttention({KvType::kF16, 64, 700, 1, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
+    CheckAttention({KvType::kF32, 16, 1000, 3, 8, 1, 32}, &pool, rng, AttentionMath::kBf16);
   }
 }
 

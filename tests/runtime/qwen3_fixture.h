@@ -1,7 +1,7 @@
 // Shared by the memory tests: a tiny synthetic Qwen3 (the tiny-qwen3 preset
 // with head_dim 64, so KV rows have the shape of pocket-0.3b's, and a long
-// context), with the bundled Qwen3 tokenizer and chat template, f32 weights.
-// Written once per test process into a temp file.
+// context), with the bundled Qwen3 tokenizer and chat template, f32 weights
+// unless asked otherwise. Written once per test process into a temp file.
 #pragma once
 
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 namespace pocket::testing_qwen3 {
 
-inline std::string Write(const std::string& name, int32_t context) {
+inline std::string Write(const std::string& name, int32_t context, DType weights = DType::kF32) {
   const std::string path = std::string(POCKET_BINARY_DIR) + "/runtime_test_" + name + "_" +
                            std::to_string(getpid()) + ".pocket";
   SynthOptions options{"tiny-qwen3", 3,
@@ -49,8 +49,8 @@ inline std::string Write(const std::string& name, int32_t context) {
          }});
   }
   QuantOptions q;
-  q.weights = DType::kF32;
-  q.embeddings = DType::kF32;
+  q.weights = weights;
+  q.embeddings = weights;
   auto stats = WritePocketModel(*model, q, path, nullptr);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   static std::vector<std::string> to_remove;

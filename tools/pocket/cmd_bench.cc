@@ -219,6 +219,9 @@ int CmdBench(int argc, char** argv) {
     peak_gemm = cpu::MeasureInt8Peak(model.pool(), 64, 5) / 1e9;
   }
   const auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
+  const char* attention =
+      model.attention_math() == cpu::AttentionMath::kBf16 && cpu::AttentionBf16Available() ? "bf16"
+                                                                                           : "f32";
   if (args.Has("--json")) {
     Json out = Json::object();
     out["model"] = args.Get("-m");
@@ -233,6 +236,7 @@ int CmdBench(int argc, char** argv) {
     out["kv_cache_mib"] = kv_mib;
     out["peak_rss_mib"] = rss;
     out["quant_math"] = math;
+    out["attention_math"] = attention;
     out["rss_increase_mib"] = rss_increase;
     out["cpu_s_per_inference"] = cpu_s_per_inference;
     out["std_inference_peak_rss_mib"] = std_rss;
@@ -260,7 +264,8 @@ int CmdBench(int argc, char** argv) {
                 static_cast<long long>(n_gen), decode.median, decode.min, decode.max);
     std::printf("kv cache   %.2f MiB\n", kv_mib);
     std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
-    std::printf("math       %s activations for q4/q8 weights\n", math.c_str());
+    std::printf("math       %s activations for q4/q8 weights, %s attention products\n",
+                math.c_str(), attention);
     std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
                 weight_gb * 1e3, decode_gmac_s);
     std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);

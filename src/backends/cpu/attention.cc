@@ -1,9 +1,10 @@
 // The KV cache ops of ops.h: row storage (f32, f16, q8), KvAppend, KvShift
 // and Attention. Attention over f32/f16 caches gives each thread the query
 // rows of one kv head and a block of tokens (AttendGroup of
-// kernels/cpu/attention-inl.h), and when decoding leaves threads idle, a
-// segment of the cached positions as well; q8 caches spread (token, head)
-// pairs, each running the one-pass AttendHeadQ8.
+// kernels/cpu/attention-inl.h, with f32 or, where the CPU has AVX512_BF16,
+// bf16 products), and when decoding leaves threads idle, a segment of the
+// cached positions as well; q8 caches spread (token, head) pairs, each
+// running the one-pass AttendHeadQ8.
 
 #include <algorithm>
 #include <cmath>
@@ -14,12 +15,18 @@
 #include "backends/cpu/parallel.h"
 #include "util/fp16.h"
 
+#include <hwy/base.h>
+#if HWY_ARCH_X86 && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/backends/cpu/attention.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include "kernels/cpu/attention-inl.h"
+#include "kernels/cpu/attention_bf16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
@@ -38,17 +45,42 @@ void AttendHeadQ8Kernel(const float* q, const KvView& kv, size_t len, size_t kv_
   Hadamard(out, head_dim);
 }
 
+// Whether this target has AttendGroupKernel's bf16 products (the CPU must
+// have AVX512_BF16 as well).
+bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
+
+template <typename T>
+void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const* out_rows,
+                   size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
+                   size_t begin, size_t end, bool normalize, bool bf16, float* kb, float* vb,
+                   uint16_t* qb, float* max, float* sum) {
+#if POCKET_ATTENTION_BF16
+  if (bf16) {
+    Bf16Block block{q_rows, reinterpret_cast<uint32_t*>(kb), reinterpret_cast<uint32_t*>(vb), qb};
+    return AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                          normalize, max, sum);
+  }
+#else
+  (void)bf16;
+  (void)qb;
+#endif
+  F32Block block{q_rows, kb, vb};
+  AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end, normalize,
+                 max, sum);
+}
+
+// kb and vb: kScoreBlock * head_dim floats each, 64-byte aligned; qb (bf16
+// only): head_dim values per row; max, sum: one float per row.
 void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                        size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
-                       float scale, size_t begin, size_t end, bool normalize, float* kb, float* vb,
-                       float* max, float* sum) {
-  const GroupScratch scratch{kb, vb, max, sum};
+                       float scale, size_t begin, size_t end, bool normalize, bool bf16, float* kb,
+                       float* vb, uint16_t* qb, float* max, float* sum) {
   if (kv.type == KvType::kF32) {
-    AttendGroup<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                       normalize, scratch);
+    AttendGroupAs<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                         normalize, bf16, kb, vb, qb, max, sum);
   } else {
-    AttendGroup<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin,
-                                end, normalize, scratch);
+    AttendGroupAs<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
+                                  begin, end, normalize, bf16, kb, vb, qb, max, sum);
   }
 }
 
@@ -60,6 +92,7 @@ namespace pocket::cpu {
 
 HWY_EXPORT(AttendHeadQ8Kernel);
 HWY_EXPORT(AttendGroupKernel);
+HWY_EXPORT(AttentionBf16Compiled);
 
 namespace {
 
@@ -70,6 +103,17 @@ constexpr size_t kGroupBlock = 64;
 // Positions below which a kv head's decode attention is not split further
 // across threads: each segment costs a partial state and a merge.
 constexpr size_t kMinSegmentPositions = 256;
+
+// AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5), which Highway's AVX3_DL
+// target does not check.
+bool CpuHasBf16Dot() {
+#if HWY_ARCH_X86 && defined(__GNUC__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax >> 5 & 1) != 0;
+#else
+  return false;
+#endif
+}
 
 size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
@@ -247,7 +291,7 @@ namespace {
 // task's positions are also split into segments of at least
 // kMinSegmentPositions, whose partial softmax states are merged after.
 void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
-                      size_t n_kv_heads, size_t head_dim, float scale, float* out,
+                      size_t n_kv_heads, size_t head_dim, float scale, bool bf16, float* out,
                       ThreadPool* pool) {
   const size_t group = n_heads / n_kv_heads;
   const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
@@ -293,9 +337,10 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     thread_local std::vector<const float*> q_rows;
     thread_local std::vector<float*> out_rows;
     thread_local std::vector<size_t> lens;
-    // The K/V blocks start on a cache line (64 bytes = 16 floats), so no
-    // vector load of them straddles two lines.
-    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + 16);
+    // kb and vb start on a cache line (64 bytes = 16 floats), so no vector
+    // load of them straddles two lines; then max and sum (rows each) and, in
+    // bf16, the rows' queries.
+    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + (bf16 ? rows * head_dim / 2 : 0) + 16);
     q_rows.clear();
     out_rows.clear();
     lens.clear();
@@ -312,9 +357,11 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
     float* max = segments > 1 ? part_max + first : b + 2 * kGroupBlock * head_dim;
     float* sum = segments > 1 ? part_sum + first : max + rows;
+    uint16_t* qb = reinterpret_cast<uint16_t*>(b + 2 * kGroupBlock * head_dim + 2 * rows);
     HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
     (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
-     boundary(seg), boundary(seg + 1), segments == 1, b, b + kGroupBlock * head_dim, max, sum);
+     boundary(seg), boundary(seg + 1), segments == 1, bf16, b, b + kGroupBlock * head_dim, qb, max,
+     sum);
   });
   if (segments == 1) return;
   // out = sum_s exp(max_s - M) out_s / sum_s exp(max_s - M) sum_s, M the
@@ -344,8 +391,16 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
 
 }  // namespace
 
+// Asks the dispatched target each time (tests switch targets); the CPUID
+// answer is cached.
+bool AttentionBf16Available() {
+  static const bool cpu = CpuHasBf16Dot();
+  return cpu && HWY_DYNAMIC_DISPATCH(AttentionBf16Compiled)();
+}
+
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
-               size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool) {
+               size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool,
+               AttentionMath math) {
   if (q == nullptr || out == nullptr || n == 0 || n_heads == 0 || n_kv_heads == 0 ||
       n_heads % n_kv_heads != 0 || kv.page_tokens == 0 ||
       (kv.head_dim != head_dim && (kv.type == KvType::kQ8 || kv.head_dim != 0))) {
@@ -354,7 +409,9 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
   const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   if (kv.type != KvType::kQ8) {
-    AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale, out, pool);
+    const bool bf16 =
+        math == AttentionMath::kBf16 && head_dim % 16 == 0 && AttentionBf16Available();
+    AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale, bf16, out, pool);
     return;
   }
   const size_t pairs = n * n_heads;

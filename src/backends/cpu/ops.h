@@ -158,10 +158,26 @@ void Swiglu(const float* g, const float* u, size_t count, float* out);
 void Add(const float* a, const float* b, size_t count, float* out);
 // Writes k[n, kv_dim], v[n, kv_dim] at positions [n_past, n_past + n).
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n);
+// How Attention over f32/f16 caches multiplies q . k and the softmax
+// weights with V (q8 caches have their own path).
+enum class AttentionMath : uint8_t {
+  // f32 products: within f32 rounding of the exact result.
+  kF32 = 0,
+  // q, K, V and the weights rounded to bf16, products summed in f32: twice
+  // the multiply-adds per instruction (vdpbf16ps). Each output moves by at
+  // most 2^-8 max|v| from the weights' rounding, besides what the rounded
+  // q, K, V change (docs/kernels.md). Only where AttentionBf16Available()
+  // and head_dim is a multiple of 16; elsewhere kF32.
+  kBf16 = 1,
+};
+// Whether this CPU and build run AttentionMath::kBf16 (x86 with AVX512_BF16,
+// built with GCC).
+bool AttentionBf16Available();
 // Causal GQA attention: q[n, n_heads*head_dim] at positions
 // [n_past, n_past + n) over cache positions [0, n_past + n); out has q's shape.
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
-               size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool);
+               size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool,
+               AttentionMath math = AttentionMath::kF32);
 // Moves cache positions [src, src + count) to [dst, dst + count), dst < src,
 // for a sliding window: V rows are copied as stored; K rows are re-encoded at
 // their new positions (rotated by dst - src positions with `rope`, which

@@ -321,8 +321,22 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
   }
 }
 
+namespace {
+
+// x rounded to the nearest bf16 (ties to even), as a float; finite x only.
+float RoundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits = (bits + 0x7FFFu + (bits >> 16 & 1u)) & 0xFFFF0000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+}  // namespace
+
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
-               size_t n_kv_heads, size_t head_dim, float* out) {
+               size_t n_kv_heads, size_t head_dim, float* out, AttentionMath math) {
+  const auto rounded = [&](float x) { return math == AttentionMath::kBf16 ? RoundToBf16(x) : x; };
   const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   std::vector<float> scores(n_past + n);
@@ -334,7 +348,9 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       float max_score = -INFINITY;
       for (size_t p = 0; p < len; ++p) {
         float dot = 0.0f;
-        for (size_t j = 0; j < head_dim; ++j) dot += qh[j] * KvAt(kv, kv.k_pages, p, kv_off + j);
+        for (size_t j = 0; j < head_dim; ++j) {
+          dot += rounded(qh[j]) * rounded(KvAt(kv, kv.k_pages, p, kv_off + j));
+        }
         scores[p] = dot * scale;
         if (scores[p] > max_score) max_score = scores[p];
       }
@@ -347,7 +363,9 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       for (size_t j = 0; j < head_dim; ++j) oh[j] = 0.0f;
       for (size_t p = 0; p < len; ++p) {
         const float weight = scores[p] / sum;
-        for (size_t j = 0; j < head_dim; ++j) oh[j] += weight * KvAt(kv, kv.v_pages, p, kv_off + j);
+        for (size_t j = 0; j < head_dim; ++j) {
+          oh[j] += weight * rounded(KvAt(kv, kv.v_pages, p, kv_off + j));
+        }
       }
     }
   }

@@ -24,8 +24,12 @@ void Rope(float* x, size_t n, size_t n_heads, size_t head_dim, const int32_t* po
 void Swiglu(const float* g, const float* u, size_t count, float* out);
 void Add(const float* a, const float* b, size_t count, float* out);
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n);
+// With AttentionMath::kBf16, q and the cached K and V values are rounded to
+// bf16 (nearest even) before the same f32 computation; the softmax weights
+// are not (their rounding is within the bound ops.h states).
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
-               size_t n_kv_heads, size_t head_dim, float* out);
+               size_t n_kv_heads, size_t head_dim, float* out,
+               AttentionMath math = AttentionMath::kF32);
 
 // The int8-activation Linear (QuantMath::kInt8), written from the formulas of
 // kernels/cpu/act_quant-inl.h and matvec_int8-inl.h: per block of x,

@@ -1,0 +1,263 @@
+// Attention's block products in bf16, for AttentionMath::kBf16 on x86 CPUs
+// with AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids): AttendGroup's
+// other Block (attention-inl.h). q, K, V and the softmax weights are rounded
+// to bf16 (nearest even) and vdpbf16ps multiplies them in pairs into f32
+// sums, twice the multiply-adds per instruction of an f32 FMA. Scores, the
+// softmax state and the outputs stay f32.
+//
+// vdpbf16ps adds a[2i] b[2i] + a[2i+1] b[2i+1] into f32 lane i, so each
+// operand holds pairs along the summed dimension:
+//   q . k   kp[c / 2][p] is channels (c, c + 1) of position p; row q's
+//           channel pair (c, c + 1) is broadcast to every lane.
+//   w V     vp[p / 2][c] is positions (p, p + 1) of channel c; the weight
+//           pair (w_p, w_p+1) is broadcast.
+// Highway 1.0.3 has no bf16 dot op and its AVX3_DL target does not imply
+// AVX512_BF16, so these are intrinsics in functions with their own target
+// attribute, compiled for AVX3_DL with GCC and chosen at run time after a
+// CPUID check (attention.cc). AttendGroup calls them (a callee with more
+// target features cannot be inlined); each call covers a whole block or
+// pair of rows.
+
+#if defined(POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
+#undef POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
+#else
+#define POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
+#endif
+
+#include <cstring>
+
+#include <hwy/highway.h>
+
+#include "kernels/cpu/attention-inl.h"
+#include "kernels/cpu/load-inl.h"
+
+#undef POCKET_ATTENTION_BF16
+#undef POCKET_BF16_ATTR
+#if HWY_TARGET == HWY_AVX3_DL && (HWY_COMPILER_GCC_ACTUAL || HWY_COMPILER_CLANG)
+#define POCKET_ATTENTION_BF16 1
+#define POCKET_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
+#include <immintrin.h>
+#else
+#define POCKET_ATTENTION_BF16 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace pocket::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if POCKET_ATTENTION_BF16
+
+// hints-inl.h's InRegister for raw vectors: a K or V vector that feeds two
+// rows' dot products stays in its register instead of being reloaded.
+POCKET_BF16_ATTR HWY_INLINE __m512i Pinned(__m512i v) {
+  asm("" : "+v"(v));
+  return v;
+}
+
+// 16 values of src widened to f32; lanes from `count` on (count < 16) are 0.
+template <typename T>
+POCKET_BF16_ATTR HWY_INLINE __m512 Load16(const T* HWY_RESTRICT src, size_t count) {
+  if (count >= 16) return LoadF32(hn::Full512<float>(), src).raw;
+  HWY_ALIGN float lanes[16] = {};
+  for (size_t i = 0; i < count; ++i) lanes[i] = ScalarF32(src + i);
+  return _mm512_load_ps(lanes);
+}
+
+// `even` and `odd` rounded to bf16 and interleaved: 32-bit lane i holds
+// (even_i, odd_i), the low half even.
+POCKET_BF16_ATTR HWY_INLINE __m512i PackPairs(__m512 even, __m512 odd) {
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  // cvtne2ps: bf16 lanes 0..15 come from the second operand, 16..31 from
+  // the first.
+  const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), halves);
+}
+
+// 16 f32 values rounded to bf16, in order.
+POCKET_BF16_ATTR HWY_INLINE void StoreBf16(const float* HWY_RESTRICT src,
+                                           uint16_t* HWY_RESTRICT dst) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                      reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(src))));
+}
+
+// The bf16 pair (x[2 i], x[2 i + 1]) in every 32-bit lane.
+POCKET_BF16_ATTR HWY_INLINE __m512bh BroadcastPair(const uint16_t* HWY_RESTRICT x, size_t i) {
+  int32_t pair;
+  std::memcpy(&pair, x + 2 * i, 4);
+  return reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
+}
+
+POCKET_BF16_ATTR HWY_INLINE __m512 Dot(__m512 acc, __m512i a, __m512bh b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), b);
+}
+
+// AttendGroup's Block in bf16; head_dim must be a multiple of 16. The
+// scratch: kp and vp kScoreBlock * head_dim / 2 pairs each, qb a bf16 row of
+// head_dim values per query row.
+struct Bf16Block {
+  const float* const* q_rows;
+  uint32_t* kp;
+  uint32_t* vp;
+  uint16_t* qb;
+
+  // The rows' queries in bf16, once per call of AttendGroup.
+  POCKET_BF16_ATTR void PrepareRows(size_t rows, size_t head_dim) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < head_dim; c += 16) StoreBf16(q_rows[r] + c, qb + r * head_dim + c);
+    }
+  }
+
+  // kp and vp from the block's `count` positions; kp's positions [count,
+  // padded) and vp's odd half past `count` are zero.
+  template <typename T>
+  POCKET_BF16_ATTR void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
+                              const T* HWY_RESTRICT v_block, size_t v_stride, size_t count,
+                              size_t padded, size_t head_dim) {
+    for (size_t c = 0; c < head_dim; c += 2) {
+      const T* even = k_block + c * k_stride;
+      const T* odd = even + k_stride;
+      for (size_t p = 0; p < padded; p += 16) {
+        const size_t n = count - p;
+        _mm512_storeu_si512(kp + c / 2 * kScoreBlock + p,
+                            PackPairs(Load16(even + p, n), Load16(odd + p, n)));
+      }
+    }
+    for (size_t p = 0; p < count; p += 2) {
+      const T* even = v_block + p * v_stride;
+      const T* odd = even + v_stride;
+      const bool has_odd = p + 1 < count;
+      for (size_t c = 0; c < head_dim; c += 16) {
+        const __m512 o = has_odd ? Load16(odd + c, 16) : _mm512_setzero_ps();
+        _mm512_storeu_si512(vp + p / 2 * head_dim + c, PackPairs(Load16(even + c, 16), o));
+      }
+    }
+  }
+
+  // scores[r][0, padded) = q[take[r]] . k for kRows (1 or 2) rows, 4 vectors
+  // of positions at a time while they last, each loaded K vector serving
+  // every row.
+  template <size_t kRows, class D>
+  POCKET_BF16_ATTR void Scores(D, const size_t* take, size_t head_dim, size_t padded,
+                               float* const* scores) const {
+    const uint16_t* q0 = qb + take[0] * head_dim;
+    const uint16_t* q1 = qb + take[kRows - 1] * head_dim;
+    const size_t pairs = head_dim / 2;
+    size_t p = 0;
+    for (; p + 64 <= padded; p += 64) {
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+      for (size_t c = 0; c < pairs; ++c) {
+        const uint32_t* k = kp + c * kScoreBlock + p;
+        const __m512i k0 = Pinned(_mm512_loadu_si512(k));
+        const __m512i k1 = Pinned(_mm512_loadu_si512(k + 16));
+        const __m512i k2 = Pinned(_mm512_loadu_si512(k + 32));
+        const __m512i k3 = Pinned(_mm512_loadu_si512(k + 48));
+        const __m512bh qa = BroadcastPair(q0, c);
+        a0 = Dot(a0, k0, qa);
+        a1 = Dot(a1, k1, qa);
+        a2 = Dot(a2, k2, qa);
+        a3 = Dot(a3, k3, qa);
+        if constexpr (kRows == 2) {
+          const __m512bh qb1 = BroadcastPair(q1, c);
+          b0 = Dot(b0, k0, qb1);
+          b1 = Dot(b1, k1, qb1);
+          b2 = Dot(b2, k2, qb1);
+          b3 = Dot(b3, k3, qb1);
+        }
+      }
+      _mm512_storeu_ps(scores[0] + p, a0);
+      _mm512_storeu_ps(scores[0] + p + 16, a1);
+      _mm512_storeu_ps(scores[0] + p + 32, a2);
+      _mm512_storeu_ps(scores[0] + p + 48, a3);
+      if constexpr (kRows == 2) {
+        _mm512_storeu_ps(scores[1] + p, b0);
+        _mm512_storeu_ps(scores[1] + p + 16, b1);
+        _mm512_storeu_ps(scores[1] + p + 32, b2);
+        _mm512_storeu_ps(scores[1] + p + 48, b3);
+      }
+    }
+    // A block's last positions: one vector per row, its channel pairs split
+    // over two chains.
+    for (; p < padded; p += 16) {
+      for (size_t r = 0; r < kRows; ++r) {
+        const uint16_t* q = r == 0 ? q0 : q1;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+        for (size_t c = 0; c < pairs; c += 2) {
+          a0 = Dot(a0, _mm512_loadu_si512(kp + c * kScoreBlock + p), BroadcastPair(q, c));
+          a1 = Dot(a1, _mm512_loadu_si512(kp + (c + 1) * kScoreBlock + p), BroadcastPair(q, c + 1));
+        }
+        _mm512_storeu_ps(scores[r] + p, _mm512_add_ps(a0, a1));
+      }
+    }
+  }
+
+  // out[r][head_dim] += sum_p w[r][p] * v[p] for p < count and kRows rows;
+  // w[r] is zero from count up to the next multiple of 16.
+  template <size_t kRows, class D>
+  POCKET_BF16_ATTR void AddWeightedV(D, float* const* w, size_t count, size_t head_dim,
+                                     float* const* out) const {
+    alignas(64) uint16_t wb[kRows][kScoreBlock];
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t p = 0; p < count; p += 16) StoreBf16(w[r] + p, wb[r] + p);
+    }
+    const size_t pairs = (count + 1) / 2;
+    size_t c = 0;
+    for (; c + 64 <= head_dim; c += 64) {
+      __m512 a0 = _mm512_loadu_ps(out[0] + c), a1 = _mm512_loadu_ps(out[0] + c + 16);
+      __m512 a2 = _mm512_loadu_ps(out[0] + c + 32), a3 = _mm512_loadu_ps(out[0] + c + 48);
+      __m512 b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+      if constexpr (kRows == 2) {
+        b0 = _mm512_loadu_ps(out[1] + c), b1 = _mm512_loadu_ps(out[1] + c + 16);
+        b2 = _mm512_loadu_ps(out[1] + c + 32), b3 = _mm512_loadu_ps(out[1] + c + 48);
+      }
+      for (size_t p = 0; p < pairs; ++p) {
+        const uint32_t* v = vp + p * head_dim + c;
+        const __m512i v0 = Pinned(_mm512_loadu_si512(v));
+        const __m512i v1 = Pinned(_mm512_loadu_si512(v + 16));
+        const __m512i v2 = Pinned(_mm512_loadu_si512(v + 32));
+        const __m512i v3 = Pinned(_mm512_loadu_si512(v + 48));
+        const __m512bh wa = BroadcastPair(wb[0], p);
+        a0 = Dot(a0, v0, wa);
+        a1 = Dot(a1, v1, wa);
+        a2 = Dot(a2, v2, wa);
+        a3 = Dot(a3, v3, wa);
+        if constexpr (kRows == 2) {
+          const __m512bh wb1 = BroadcastPair(wb[1], p);
+          b0 = Dot(b0, v0, wb1);
+          b1 = Dot(b1, v1, wb1);
+          b2 = Dot(b2, v2, wb1);
+          b3 = Dot(b3, v3, wb1);
+        }
+      }
+      _mm512_storeu_ps(out[0] + c, a0);
+      _mm512_storeu_ps(out[0] + c + 16, a1);
+      _mm512_storeu_ps(out[0] + c + 32, a2);
+      _mm512_storeu_ps(out[0] + c + 48, a3);
+      if constexpr (kRows == 2) {
+        _mm512_storeu_ps(out[1] + c, b0);
+        _mm512_storeu_ps(out[1] + c + 16, b1);
+        _mm512_storeu_ps(out[1] + c + 32, b2);
+        _mm512_storeu_ps(out[1] + c + 48, b3);
+      }
+    }
+    for (; c < head_dim; c += 16) {  // head sizes that are not 64 channels
+      for (size_t r = 0; r < kRows; ++r) {
+        __m512 a = _mm512_loadu_ps(out[r] + c);
+        for (size_t p = 0; p < pairs; ++p) {
+          a = Dot(a, _mm512_loadu_si512(vp + p * head_dim + c), BroadcastPair(wb[r], p));
+        }
+        _mm512_storeu_ps(out[r] + c, a);
+      }
+    }
+  }
+};
+
+#endif  // POCKET_ATTENTION_BF16
+
+}  // namespace pocket::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
