@@ -223,6 +223,41 @@ TEST(AttentionTest, Q8RowsDecodeWithinHalfAStep) {
   }
 }
 
+TEST(AttentionTest, F16RowsRoundToNearestEvenOnEveryTarget) {
+  // Halfway cases, the largest half and the first value past it, subnormal
+  // halves and the tie below the smallest one, signed zeros and infinities,
+  // stored through the vector conversion and its scalar tail alike (71
+  // values per row). Expected: the reference's F32ToF16 (fp16_test.cc).
+  const float specials[] = {1.0f + 0x1p-11f,
+                            1.0f + 0x3p-11f,
+                            -1.0f - 0x1p-11f,
+                            65504.0f,
+                            65519.0f,
+                            65520.0f,
+                            -70000.0f,
+                            0x1p-24f,
+                            0x1p-25f,
+                            0x3p-25f,
+                            0x1.8p-20f,
+                            -0x1p-16f,
+                            0.0f,
+                            -0.0f,
+                            INFINITY,
+                            -INFINITY};
+  constexpr size_t kRow = 71;
+  std::mt19937 rng(34);
+  std::vector<float> k = RandomFloats(2 * kRow, rng, -3.0f, 3.0f);
+  for (size_t i = 0; i < 2 * kRow; i += 5) k[i] = specials[i / 5 % std::size(specials)];
+  const std::vector<float> v(k.rbegin(), k.rend());
+  TestCache expected(KvType::kF16, 4, kRow, 2, kRow);
+  reference::KvAppend(expected.view, 0, k.data(), v.data(), 2);
+  ForEachTarget([&] {
+    TestCache cache(KvType::kF16, 4, kRow, 2, kRow);
+    KvAppend(cache.view, 0, k.data(), v.data(), 2);
+    EXPECT_EQ(cache.storage, expected.storage);
+  });
+}
+
 TEST(AttentionTest, RowBytesRoundTrip) {
   for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
     SCOPED_TRACE(TypeName(type));

@@ -45,6 +45,23 @@ void AttendHeadQ8Kernel(const float* q, const KvView& kv, size_t len, size_t kv_
   Hadamard(out, head_dim);
 }
 
+// x[0, n) rounded to f16, nearest even: the hardware conversion where
+// Highway uses one (x86 F16C on AVX2 and up, aarch64), F32ToF16 elsewhere
+// (Highway's software DemoteTo truncates).
+void ToF16Kernel(const float* HWY_RESTRICT x, size_t n, uint16_t* HWY_RESTRICT out) {
+  size_t i = 0;
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)) || HWY_ARCH_ARM_A64
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+  const size_t N = hn::Lanes(d);
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, x + i)), dh,
+               reinterpret_cast<hwy::float16_t*>(out + i));
+  }
+#endif
+  for (; i < n; ++i) out[i] = F32ToF16(x[i]);
+}
+
 // Whether this target has AttendGroupKernel's bf16 products (the CPU must
 // have AVX512_BF16 as well).
 bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
@@ -93,6 +110,7 @@ namespace pocket::cpu {
 HWY_EXPORT(AttendHeadQ8Kernel);
 HWY_EXPORT(AttendGroupKernel);
 HWY_EXPORT(AttentionBf16Compiled);
+HWY_EXPORT(ToF16Kernel);
 
 namespace {
 
@@ -146,21 +164,20 @@ uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
          (t % kv.page_tokens) * heads * 2;
 }
 
-// Stores x[row_stride] as row t. The conversion is a copy of n * kv_dim
-// values per layer, far from the hot path, so it stays scalar: F32ToF16
-// rounds to nearest even on every target, which Highway's software DemoteTo
-// for pre-F16C targets does not promise.
+// Stores x[row_stride] as row t.
 void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
   switch (kv.type) {
     case KvType::kF32:
       ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(at, x + i, 4); });
       return;
-    case KvType::kF16:
-      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) {
-        const uint16_t h = F32ToF16(x[i]);
-        std::memcpy(at, &h, 2);
-      });
+    case KvType::kF16: {
+      thread_local std::vector<uint16_t> halves;
+      halves.resize(kv.row_stride);
+      HWY_DYNAMIC_DISPATCH(ToF16Kernel)(x, kv.row_stride, halves.data());
+      ForEachValue(kv, pages, t,
+                   [&](size_t i, uint8_t* at) { std::memcpy(at, halves.data() + i, 2); });
       return;
+    }
     case KvType::kQ8: {
       uint8_t* dst = ElemAt(kv, pages, t, 0);  // token-major: the row's codes
       uint8_t* scales = RowScales(kv, pages, t);
