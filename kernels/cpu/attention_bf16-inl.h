@@ -94,6 +94,28 @@ POCKET_BF16_ATTR HWY_INLINE __m512 Dot(__m512 acc, __m512i a, __m512bh b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), b);
 }
 
+// One step of both products: acc[r][i] += the 4 vectors of pairs at p
+// times the pair x[r][2 j], x[r][2 j + 1] of each of kRows rows, each vector
+// loaded once for every row.
+template <size_t kRows>
+POCKET_BF16_ATTR HWY_INLINE void DotStep(const uint32_t* HWY_RESTRICT p, const uint16_t* const* x,
+                                         size_t j, __m512 (&acc)[kRows][4]) {
+  __m512i v[4];
+  for (size_t i = 0; i < 4; ++i) v[i] = Pinned(_mm512_loadu_si512(p + 16 * i));
+  for (size_t r = 0; r < kRows; ++r) {
+    const __m512bh b = BroadcastPair(x[r], j);
+    for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(acc[r][i], v[i], b);
+  }
+}
+
+POCKET_BF16_ATTR HWY_INLINE void Load4(const float* HWY_RESTRICT p, __m512 (&v)[4]) {
+  for (size_t i = 0; i < 4; ++i) v[i] = _mm512_loadu_ps(p + 16 * i);
+}
+
+POCKET_BF16_ATTR HWY_INLINE void Store4(const __m512 (&v)[4], float* HWY_RESTRICT p) {
+  for (size_t i = 0; i < 4; ++i) _mm512_storeu_ps(p + 16 * i, v[i]);
+}
+
 // AttendGroup's Block in bf16; head_dim must be a multiple of 16. The
 // scratch: kp and vp kScoreBlock * head_dim / 2 pairs each, qb a bf16 row of
 // head_dim values per query row.
@@ -142,52 +164,27 @@ struct Bf16Block {
   template <size_t kRows, class D>
   POCKET_BF16_ATTR void Scores(D, const size_t* take, size_t head_dim, size_t padded,
                                float* const* scores) const {
-    const uint16_t* q0 = qb + take[0] * head_dim;
-    const uint16_t* q1 = qb + take[kRows - 1] * head_dim;
+    const uint16_t* q[kRows];
+    for (size_t r = 0; r < kRows; ++r) q[r] = qb + take[r] * head_dim;
     const size_t pairs = head_dim / 2;
     size_t p = 0;
     for (; p + 64 <= padded; p += 64) {
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-      for (size_t c = 0; c < pairs; ++c) {
-        const uint32_t* k = kp + c * kScoreBlock + p;
-        const __m512i k0 = Pinned(_mm512_loadu_si512(k));
-        const __m512i k1 = Pinned(_mm512_loadu_si512(k + 16));
-        const __m512i k2 = Pinned(_mm512_loadu_si512(k + 32));
-        const __m512i k3 = Pinned(_mm512_loadu_si512(k + 48));
-        const __m512bh qa = BroadcastPair(q0, c);
-        a0 = Dot(a0, k0, qa);
-        a1 = Dot(a1, k1, qa);
-        a2 = Dot(a2, k2, qa);
-        a3 = Dot(a3, k3, qa);
-        if constexpr (kRows == 2) {
-          const __m512bh qb1 = BroadcastPair(q1, c);
-          b0 = Dot(b0, k0, qb1);
-          b1 = Dot(b1, k1, qb1);
-          b2 = Dot(b2, k2, qb1);
-          b3 = Dot(b3, k3, qb1);
-        }
+      __m512 acc[kRows][4];
+      for (size_t r = 0; r < kRows; ++r) {
+        for (size_t i = 0; i < 4; ++i) acc[r][i] = _mm512_setzero_ps();
       }
-      _mm512_storeu_ps(scores[0] + p, a0);
-      _mm512_storeu_ps(scores[0] + p + 16, a1);
-      _mm512_storeu_ps(scores[0] + p + 32, a2);
-      _mm512_storeu_ps(scores[0] + p + 48, a3);
-      if constexpr (kRows == 2) {
-        _mm512_storeu_ps(scores[1] + p, b0);
-        _mm512_storeu_ps(scores[1] + p + 16, b1);
-        _mm512_storeu_ps(scores[1] + p + 32, b2);
-        _mm512_storeu_ps(scores[1] + p + 48, b3);
-      }
+      for (size_t c = 0; c < pairs; ++c) DotStep(kp + c * kScoreBlock + p, q, c, acc);
+      for (size_t r = 0; r < kRows; ++r) Store4(acc[r], scores[r] + p);
     }
     // A block's last positions: one vector per row, its channel pairs split
     // over two chains.
     for (; p < padded; p += 16) {
       for (size_t r = 0; r < kRows; ++r) {
-        const uint16_t* q = r == 0 ? q0 : q1;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0;
         for (size_t c = 0; c < pairs; c += 2) {
-          a0 = Dot(a0, _mm512_loadu_si512(kp + c * kScoreBlock + p), BroadcastPair(q, c));
-          a1 = Dot(a1, _mm512_loadu_si512(kp + (c + 1) * kScoreBlock + p), BroadcastPair(q, c + 1));
+          a0 = Dot(a0, _mm512_loadu_si512(kp + c * kScoreBlock + p), BroadcastPair(q[r], c));
+          a1 = Dot(a1, _mm512_loadu_si512(kp + (c + 1) * kScoreBlock + p),
+                   BroadcastPair(q[r], c + 1));
         }
         _mm512_storeu_ps(scores[r] + p, _mm512_add_ps(a0, a1));
       }
@@ -195,53 +192,24 @@ struct Bf16Block {
   }
 
   // out[r][head_dim] += sum_p w[r][p] * v[p] for p < count and kRows rows;
-  // w[r] is zero from count up to the next multiple of 16.
+  // w[r] is zero from count up to the next multiple of 16. The rows' 4
+  // output vectors stay in registers across the block's positions.
   template <size_t kRows, class D>
   POCKET_BF16_ATTR void AddWeightedV(D, float* const* w, size_t count, size_t head_dim,
                                      float* const* out) const {
     alignas(64) uint16_t wb[kRows][kScoreBlock];
+    const uint16_t* weights[kRows];
     for (size_t r = 0; r < kRows; ++r) {
       for (size_t p = 0; p < count; p += 16) StoreBf16(w[r] + p, wb[r] + p);
+      weights[r] = wb[r];
     }
     const size_t pairs = (count + 1) / 2;
     size_t c = 0;
     for (; c + 64 <= head_dim; c += 64) {
-      __m512 a0 = _mm512_loadu_ps(out[0] + c), a1 = _mm512_loadu_ps(out[0] + c + 16);
-      __m512 a2 = _mm512_loadu_ps(out[0] + c + 32), a3 = _mm512_loadu_ps(out[0] + c + 48);
-      __m512 b0 = a0, b1 = a1, b2 = a2, b3 = a3;
-      if constexpr (kRows == 2) {
-        b0 = _mm512_loadu_ps(out[1] + c), b1 = _mm512_loadu_ps(out[1] + c + 16);
-        b2 = _mm512_loadu_ps(out[1] + c + 32), b3 = _mm512_loadu_ps(out[1] + c + 48);
-      }
-      for (size_t p = 0; p < pairs; ++p) {
-        const uint32_t* v = vp + p * head_dim + c;
-        const __m512i v0 = Pinned(_mm512_loadu_si512(v));
-        const __m512i v1 = Pinned(_mm512_loadu_si512(v + 16));
-        const __m512i v2 = Pinned(_mm512_loadu_si512(v + 32));
-        const __m512i v3 = Pinned(_mm512_loadu_si512(v + 48));
-        const __m512bh wa = BroadcastPair(wb[0], p);
-        a0 = Dot(a0, v0, wa);
-        a1 = Dot(a1, v1, wa);
-        a2 = Dot(a2, v2, wa);
-        a3 = Dot(a3, v3, wa);
-        if constexpr (kRows == 2) {
-          const __m512bh wb1 = BroadcastPair(wb[1], p);
-          b0 = Dot(b0, v0, wb1);
-          b1 = Dot(b1, v1, wb1);
-          b2 = Dot(b2, v2, wb1);
-          b3 = Dot(b3, v3, wb1);
-        }
-      }
-      _mm512_storeu_ps(out[0] + c, a0);
-      _mm512_storeu_ps(out[0] + c + 16, a1);
-      _mm512_storeu_ps(out[0] + c + 32, a2);
-      _mm512_storeu_ps(out[0] + c + 48, a3);
-      if constexpr (kRows == 2) {
-        _mm512_storeu_ps(out[1] + c, b0);
-        _mm512_storeu_ps(out[1] + c + 16, b1);
-        _mm512_storeu_ps(out[1] + c + 32, b2);
-        _mm512_storeu_ps(out[1] + c + 48, b3);
-      }
+      __m512 acc[kRows][4];
+      for (size_t r = 0; r < kRows; ++r) Load4(out[r] + c, acc[r]);
+      for (size_t p = 0; p < pairs; ++p) DotStep(vp + p * head_dim + c, weights, p, acc);
+      for (size_t r = 0; r < kRows; ++r) Store4(acc[r], out[r] + c);
     }
     for (; c < head_dim; c += 16) {  // head sizes that are not 64 channels
       for (size_t r = 0; r < kRows; ++r) {
