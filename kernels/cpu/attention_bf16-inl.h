@@ -13,10 +13,10 @@
 //           pair (w_p, w_p+1) is broadcast.
 // Highway 1.0.3 has no bf16 dot op and its AVX3_DL target does not imply
 // AVX512_BF16, so these are intrinsics in functions with their own target
-// attribute, compiled for AVX3_DL with GCC and chosen at run time after a
-// CPUID check (attention.cc). AttendGroup calls them (a callee with more
-// target features cannot be inlined); each call covers a whole block or
-// pair of rows.
+// attribute, compiled for AVX3_DL with GCC or Clang and chosen at run time
+// after a CPUID check (attention.cc). AttendGroup calls them (a callee with
+// more target features cannot be inlined); each call covers a whole block
+// or pair of rows.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
