@@ -90,9 +90,11 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
         return s.op == OpKind::kLinear &&
                (s.weight.dtype == DType::kQ4 || s.weight.dtype == DType::kQ8);
       });
-  model->attention_math_ = options.quant_math == cpu::QuantMath::kInt8 && quantized
-                               ? cpu::AttentionMath::kBf16
-                               : cpu::AttentionMath::kF32;
+  // The bf16 kernel takes head sizes in multiples of 16 (ops.h).
+  model->attention_math_ =
+      options.quant_math == cpu::QuantMath::kInt8 && quantized && model->config_.head_dim % 16 == 0
+          ? cpu::AttentionMath::kBf16
+          : cpu::AttentionMath::kF32;
   return model;
 }
 

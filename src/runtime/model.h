@@ -55,8 +55,9 @@ class Model {
   int threads() const { return static_cast<int>(pool_->NumThreads()); }
   cpu::QuantMath quant_math() const { return quant_math_; }
   // How the CPU backend runs attention: kBf16 with the int8 maths when the
-  // model has q4/q8 Linears (so a model with plain weights keeps f32 maths
-  // throughout), and then only where cpu::AttentionBf16Available().
+  // model has q4/q8 Linears and a head size that is a multiple of 16 (so a
+  // model with plain weights keeps f32 maths throughout), and then only
+  // where cpu::AttentionBf16Available().
   cpu::AttentionMath attention_math() const { return attention_math_; }
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h).
   size_t weight_bytes() const { return weight_bytes_; }
