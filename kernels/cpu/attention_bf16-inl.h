@@ -30,6 +30,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/cpu/attention-inl.h"
+#include "kernels/cpu/hints-inl.h"
 #include "kernels/cpu/load-inl.h"
 
 #undef POCKET_ATTENTION_BF16
@@ -47,13 +48,6 @@ namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if POCKET_ATTENTION_BF16
-
-// hints-inl.h's InRegister for raw vectors: a K or V vector that feeds two
-// rows' dot products stays in its register instead of being reloaded.
-POCKET_BF16_ATTR HWY_INLINE __m512i Pinned(__m512i v) {
-  asm("" : "+v"(v));
-  return v;
-}
 
 // 16 values of src widened to f32; lanes from `count` on (count < 16) are 0.
 template <typename T>
@@ -101,7 +95,8 @@ template <size_t kRows>
 POCKET_BF16_ATTR HWY_INLINE void DotStep(const uint32_t* HWY_RESTRICT p, const uint16_t* const* x,
                                          size_t j, __m512 (&acc)[kRows][4]) {
   __m512i v[4];
-  for (size_t i = 0; i < 4; ++i) v[i] = Pinned(_mm512_loadu_si512(p + 16 * i));
+  // Kept in registers: each loaded vector feeds every row's dot product.
+  for (size_t i = 0; i < 4; ++i) v[i] = RawInRegister(_mm512_loadu_si512(p + 16 * i));
   for (size_t r = 0; r < kRows; ++r) {
     const __m512bh b = BroadcastPair(x[r], j);
     for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(acc[r][i], v[i], b);

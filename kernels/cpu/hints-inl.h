@@ -27,15 +27,23 @@ namespace pocket::cpu::HWY_NAMESPACE {
 #define POCKET_PIN_REGISTERS 0
 #endif
 
+// InRegister for a raw intrinsic vector (__m512, __m512i), for kernels
+// written in intrinsics.
+template <typename Raw>
+HWY_INLINE Raw RawInRegister(Raw v) {
+#if POCKET_PIN_REGISTERS
+  asm("" : "+v"(v));
+#endif
+  return v;
+}
+
 // Keeps a loaded vector in a register. GCC otherwise folds the load into
 // every multiply-add that uses it, and the loads then cap the rate at which
 // the multiply-adds run (one 512-bit load per cycle on Zen 4; AVX2's 256-bit
 // loads measured no such limit, so other targets leave it to the compiler).
 template <class V>
 HWY_INLINE V InRegister(V v) {
-#if POCKET_PIN_REGISTERS
-  asm("" : "+v"(v.raw));
-#endif
+  v.raw = RawInRegister(v.raw);
   return v;
 }
 
