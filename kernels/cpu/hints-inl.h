@@ -43,7 +43,9 @@ HWY_INLINE Raw RawInRegister(Raw v) {
 // loads measured no such limit, so other targets leave it to the compiler).
 template <class V>
 HWY_INLINE V InRegister(V v) {
+#if POCKET_PIN_REGISTERS  // SVE's sizeless vectors have no .raw
   v.raw = RawInRegister(v.raw);
+#endif
   return v;
 }
 
