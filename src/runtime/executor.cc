@@ -15,6 +15,15 @@ size_t TailRows(size_t n, Executor::Output output) {
   return output == Executor::Output::kAllRows ? n : 1;
 }
 
+// Rope table floats per row: enough for the widest rotated head.
+size_t RopeTableRowFloats(const Plan& plan) {
+  size_t floats = 0;
+  for (const PlanStep& s : plan.steps) {
+    if (s.op == OpKind::kRope) floats = std::max(floats, cpu::RopeTableFloats(s.head_dim));
+  }
+  return floats;
+}
+
 size_t TempFloats(const Plan& plan, size_t rows, size_t tail_rows) {
   size_t floats = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -33,7 +42,7 @@ void Grow(std::vector<float>* v, size_t size) {
 
 size_t Executor::ScratchBytesFor(const Plan& plan, size_t n, Output output) {
   const size_t tail_rows = TailRows(n, output);
-  size_t floats = TempFloats(plan, n, tail_rows);
+  size_t floats = TempFloats(plan, n, tail_rows) + n * RopeTableRowFloats(plan);
   for (size_t s = 0; s < plan.slot_width.size(); ++s) {
     floats += (plan.slot_tail_only[s] ? tail_rows : n) * plan.slot_width[s];
   }
@@ -49,6 +58,7 @@ void Executor::EnsureRows(size_t n, Output output) {
     Grow(&slots_[s], (plan_->slot_tail_only[s] ? tail_rows : n) * plan_->slot_width[s]);
   }
   Grow(&temp_, TempFloats(*plan_, n, tail_rows));
+  Grow(&rope_table_, n * RopeTableRowFloats(*plan_));
   positions_.reserve(n);
   rows_ = n;
   tail_rows_ = tail_rows;
@@ -57,6 +67,7 @@ void Executor::EnsureRows(size_t n, Output output) {
 size_t Executor::scratch_bytes() const {
   size_t floats = temp_.capacity();
   for (const auto& s : slots_) floats += s.capacity();
+  floats += rope_table_.capacity();
   return floats * sizeof(float) + positions_.capacity() * sizeof(int32_t);
 }
 
@@ -82,11 +93,26 @@ void ForRowSlices(cpu::ThreadPool* pool, size_t rows, const Fn& fn) {
 
 }  // namespace
 
+const float* Executor::RopeTableFor(const PlanStep& s, cpu::ThreadPool* pool) {
+  if (s.head_dim != rope_head_dim_ || s.theta != rope_theta_ || s.style != rope_style_) {
+    const size_t row = cpu::RopeTableFloats(s.head_dim);
+    ForRowSlices(pool, positions_.size(), [&](size_t a, size_t b) {
+      cpu::RopeTable(positions_.data() + a, b - a, s.head_dim, s.theta, s.style,
+                     rope_table_.data() + a * row);
+    });
+    rope_head_dim_ = s.head_dim;
+    rope_theta_ = s.theta;
+    rope_style_ = s.style;
+  }
+  return rope_table_.data();
+}
+
 void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
                    cpu::ThreadPool* pool, float* logits) {
   EnsureRows(n, output);
   positions_.resize(n);
   for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
+  rope_head_dim_ = 0;  // new positions: the first Rope step builds the table
 
   const size_t end = output == Output::kNone ? plan_->row_wise_tail : plan_->steps.size();
   for (size_t i = 0; i < end; ++i) {
@@ -122,14 +148,16 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
       case OpKind::kHeadRmsNorm:
       case OpKind::kRope: {
         const float* x = aliased(0) ? nullptr : value(0, s.in_width);
+        const float* table = s.op == OpKind::kRope ? RopeTableFor(s, pool) : nullptr;
+        const size_t table_row = cpu::RopeTableFloats(s.head_dim);
         ForRowSlices(pool, rows, [&](size_t a, size_t b) {
           float* rows_out = dst + a * s.width;
           if (x) std::memcpy(rows_out, x + a * s.width, (b - a) * s.width * sizeof(float));
           if (s.op == OpKind::kHeadRmsNorm) {
             cpu::HeadRmsNorm(rows_out, s.norm, b - a, s.width / s.head_dim, s.head_dim, s.eps);
           } else {
-            cpu::Rope(rows_out, b - a, s.width / s.head_dim, s.head_dim, positions_.data() + r0 + a,
-                      s.theta, s.style);
+            cpu::RopeApply(rows_out, b - a, s.width / s.head_dim, s.head_dim, s.style,
+                           table + (r0 + a) * table_row);
           }
         });
         break;

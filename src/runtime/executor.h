@@ -39,6 +39,9 @@ class Executor {
 
  private:
   void EnsureRows(size_t n, Output output);
+  // The rope table of this run's positions for step s (row i: positions_[i]),
+  // built on the pool when s's angles differ from the last Rope step's.
+  const float* RopeTableFor(const PlanStep& s, cpu::ThreadPool* pool);
 
   const Plan* plan_;
   cpu::QuantMath math_;
@@ -48,6 +51,13 @@ class Executor {
   std::vector<std::vector<float>> slots_;
   std::vector<float> temp_;  // for ops whose output aliases an input
   std::vector<int32_t> positions_;
+  // Every layer rotates q and k at the same positions with the same angles,
+  // so one table per run serves them all (cpu::RopeTable); the key says
+  // which angles it holds, rope_head_dim_ 0 meaning none yet.
+  std::vector<float> rope_table_;
+  size_t rope_head_dim_ = 0;
+  float rope_theta_ = 0.0f;
+  RopeStyle rope_style_ = RopeStyle::kNeox;
 };
 
 }  // namespace pocket

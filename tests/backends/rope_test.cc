@@ -43,6 +43,39 @@ TEST(RopeTest, MatchesReferenceBothStylesAtLargePositions) {
   }
 }
 
+TEST(RopeTest, OneTableServesTensorsOfDifferentHeadCountsInSlices) {
+  // The executor's use: one table for a run's positions rotates q (many
+  // heads) and k (fewer), each in row slices that index the table by row.
+  std::mt19937 rng(25);
+  const int32_t positions[] = {3, 4, 5, 900, 40000};
+  const size_t n = std::size(positions);
+  for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
+    for (size_t head_dim : {8, 64, 128}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "style=" << static_cast<int>(style) << " head_dim=" << head_dim);
+      const float theta = 1000000.0f;
+      ForEachTarget([&] {
+        const size_t row = RopeTableFloats(head_dim);
+        std::vector<float> table(n * row);
+        RopeTable(positions, n, head_dim, theta, style, table.data());
+        for (size_t heads : {7, 1}) {
+          const std::vector<float> x = RandomFloats(n * heads * head_dim, rng, -2.0f, 2.0f);
+          std::vector<float> expected = x;
+          reference::Rope(expected.data(), n, heads, head_dim, positions, theta, style);
+          std::vector<float> out = x;
+          const size_t split = 2;  // rows [0, 2) and [2, n)
+          RopeApply(out.data(), split, heads, head_dim, style, table.data());
+          RopeApply(out.data() + split * heads * head_dim, n - split, heads, head_dim, style,
+                    table.data() + split * row);
+          for (size_t i = 0; i < out.size(); ++i) {
+            ASSERT_NEAR(out[i], expected[i], 5e-7f) << "heads " << heads << " at " << i;
+          }
+        }
+      });
+    }
+  }
+}
+
 TEST(RopeTest, RotationPreservesPairNorms) {
   // Guards the reference itself: each rotated pair keeps its length, and
   // position 0 is the identity.

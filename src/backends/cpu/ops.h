@@ -152,6 +152,15 @@ void HeadRmsNorm(float* x, const float* w, size_t n, size_t n_heads, size_t head
 // positions[i].
 void Rope(float* x, size_t n, size_t n_heads, size_t head_dim, const int32_t* positions,
           float theta, RopeStyle style);
+// Rope in two steps, for callers that rotate several tensors at the same
+// positions (every layer's q and k): RopeTable writes the cos and sin rows
+// of n positions into table[n * RopeTableFloats(head_dim)], RopeApply
+// rotates with them. Together they give Rope's results bit for bit.
+inline size_t RopeTableFloats(size_t head_dim) { return 2 * head_dim; }
+void RopeTable(const int32_t* positions, size_t n, size_t head_dim, float theta, RopeStyle style,
+               float* table);
+void RopeApply(float* x, size_t n, size_t n_heads, size_t head_dim, RopeStyle style,
+               const float* table);
 // out = silu(g) * u over `count` values; out may alias g.
 void Swiglu(const float* g, const float* u, size_t count, float* out);
 // out = a + b; out may alias a.
