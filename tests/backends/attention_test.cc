@@ -132,6 +132,10 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kF32, 64, 300, 3, 4, 2, 16, 0.15f},
       {KvType::kF16, 64, 300, 3, 4, 2, 16, 0.02f},
       {KvType::kF32, 16, 200, 1, 14, 2, 64, 0.01f},
+      // A prompt whose scores climb 8 per position: each row's last score
+      // vector holds later positions up to 120 above its own (causally
+      // masked: they must not raise its max, or its weights underflow).
+      {KvType::kF16, 64, 0, 40, 4, 2, 64, 1.0f},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
   for (const Case& c : cases) CheckAttention(c, nullptr, rng, AttentionMath::kBf16);
