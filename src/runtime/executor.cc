@@ -78,8 +78,8 @@ namespace {
 constexpr size_t kMinRowsPerTask = 8;
 
 // Calls fn(r0, r1) over slices of [0, rows) on the pool. Row-wise ops
-// (norms, rope, swiglu, add) then take their share of a prefill instead of
-// leaving the other threads waiting for the calling one.
+// (embedding, norms, rope, swiglu, add) then take their share of a prefill
+// instead of leaving the other threads waiting for the calling one.
 template <typename Fn>
 void ForRowSlices(cpu::ThreadPool* pool, size_t rows, const Fn& fn) {
   const size_t tasks = std::min(cpu::NumThreads(pool), rows / kMinRowsPerTask);
@@ -136,7 +136,11 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
 
     switch (s.op) {
       case OpKind::kEmbed:
-        cpu::Embed(s.weight, tokens + r0, rows, dst);
+        // Each row gathers its own scattered table row (in the rows16
+        // layout, one 4-byte lane in each 64-byte chunk): misses, shared out.
+        ForRowSlices(pool, rows, [&](size_t a, size_t b) {
+          cpu::Embed(s.weight, tokens + r0 + a, b - a, dst + a * s.width);
+        });
         break;
       case OpKind::kRmsNorm: {
         const float* x = value(0, s.in_width);
