@@ -115,6 +115,9 @@ POCKET_BF16_ATTR HWY_INLINE void Store4(const __m512 (&v)[4], float* HWY_RESTRIC
 // scratch: kp and vp kScoreBlock * head_dim / 2 pairs each, qb a bf16 row of
 // head_dim values per query row.
 struct Bf16Block {
+  // Softmax weights from Exp2Coarse (1e-4 relative): they are rounded to
+  // bf16 (2^-9 relative) before they multiply V.
+  static constexpr bool kCoarseExp = true;
   const float* const* q_rows;
   uint32_t* kp;
   uint32_t* vp;
