@@ -15,14 +15,15 @@
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
 
-// table[n * 2 * head_dim]: each position's cos row, then its sin row.
+// table[n * RopeTableFloats(head_dim)]: each position's cos row, then its
+// sin row.
 void RopeTableKernel(const int32_t* positions, size_t n, size_t head_dim, float theta,
                      RopeStyle style, float* table) {
   thread_local std::vector<float> freq;  // reused: decode builds a table per step
   freq.resize(head_dim / 2);
   RopeFrequencies(head_dim, theta, freq.data());
   for (size_t t = 0; t < n; ++t) {
-    float* row = table + t * 2 * head_dim;
+    float* row = table + t * RopeTableFloats(head_dim);
     RopeTables(positions[t], head_dim, freq.data(), style, row, row + head_dim);
   }
 }
@@ -30,7 +31,7 @@ void RopeTableKernel(const int32_t* positions, size_t n, size_t head_dim, float 
 void RopeApplyKernel(float* x, size_t n, size_t n_heads, size_t head_dim, RopeStyle style,
                      const float* table) {
   for (size_t t = 0; t < n; ++t) {
-    const float* row = table + t * 2 * head_dim;
+    const float* row = table + t * RopeTableFloats(head_dim);
     RopeHeads(x + t * n_heads * head_dim, n_heads, head_dim, style, row, row + head_dim);
   }
 }
