@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 3
+#define POCKET_API_VERSION 4
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -93,6 +93,11 @@ typedef struct pocket_model_options {
   /* Since API version 3. Nonzero pins compute worker i to core i (Linux;
    * ignored elsewhere); the calling thread is not pinned. Default 0. */
   int32_t pin_threads;
+  /* Since API version 4. Nonzero copies the weights out of the file mapping
+   * into memory backed by transparent huge pages (CPU backend; ordinary
+   * memory where the OS has none): faster decode, a slower load, and the
+   * copy is not page cache other processes can share. Default 0. */
+  int32_t huge_pages;
 } pocket_model_options;
 #define POCKET_QUANT_MATH_INT8 0
 #define POCKET_QUANT_MATH_F32 1

@@ -173,6 +173,7 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
                             : pocket::cpu::QuantMath::kInt8;
     }
     if (POCKET_HAS(options, pin_threads)) opts.pin_threads = options->pin_threads != 0;
+    if (POCKET_HAS(options, huge_pages)) opts.huge_pages = options->huge_pages != 0;
   }
   auto model = pocket::Model::Load(path, opts);
   if (!model.ok()) return Fail(model.status());

@@ -50,8 +50,12 @@ Status CheckJsonObject(std::string_view text, const char* what) {
 
 PocketFile::~PocketFile() = default;
 
-size_t PocketFile::ReleaseMetadataPages() const {
-  return mapping_ == nullptr ? 0 : mapping_->Release(0, static_cast<size_t>(data_offset()));
+size_t PocketFile::ReleaseMetadataPages() const { return ReleasePages(0, data_offset()); }
+
+size_t PocketFile::ReleasePages(uint64_t offset, uint64_t size) const {
+  return mapping_ == nullptr
+             ? 0
+             : mapping_->Release(static_cast<size_t>(offset), static_cast<size_t>(size));
 }
 
 StatusOr<std::unique_ptr<PocketFile>> PocketFile::Open(const std::string& path) {

@@ -51,6 +51,10 @@ class PocketFile {
   // structures; reading them again faults them back in. Returns the bytes
   // released; 0 for FromMemory files.
   size_t ReleaseMetadataPages() const;
+  // Drops the resident pages wholly inside [offset, offset + size) of the
+  // file the same way (the loader copied them elsewhere); 0 for FromMemory
+  // files.
+  size_t ReleasePages(uint64_t offset, uint64_t size) const;
 
   // Checks every section's CRC32C including the tensor data (reads the whole
   // file). The error lists each mismatching section.

@@ -1,6 +1,7 @@
 #include "runtime/model.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "runtime/memory.h"
@@ -11,7 +12,49 @@ namespace pocket {
 Model::~Model() = default;
 
 size_t Model::ResidentWeightBytes() const {
-  return ResidentBytes(file_->bytes(), static_cast<size_t>(file_->size()));
+  const size_t mapped = ResidentBytes(file_->bytes(), static_cast<size_t>(file_->size()));
+  return mapped + (weights_copy_ ? ResidentBytes(weights_copy_->data(), weights_copy_->size()) : 0);
+}
+
+// The file span that holds every tensor the plan reads goes into one
+// HugePageBuffer, and the steps' pointers move with it. The span starts on
+// an OS page, so each tensor keeps its alignment.
+Status Model::CopyWeightsToHugePages() {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto& [offset, size] : plan_.weight_ranges) {
+    lo = std::min(lo, offset);
+    hi = std::max(hi, offset + size);
+  }
+  if (lo >= hi) return Status();
+  lo = lo / OsPageSize() * OsPageSize();
+  auto copy = HugePageBuffer::Allocate(static_cast<size_t>(hi - lo));
+  if (!copy.ok()) {
+    return Status(copy.status().code(),
+                  "cannot copy the weights into huge pages: " + copy.status().message() +
+                      " (load without huge pages to use them from the file mapping)");
+  }
+  weights_copy_ = std::move(copy).value();
+  // A chunk at a time, each chunk's mapped pages dropped once copied, so
+  // loading holds at most one chunk twice.
+  constexpr uint64_t kChunk = uint64_t{8} << 20;
+  for (uint64_t at = lo; at < hi; at += kChunk) {
+    const uint64_t n = std::min(kChunk, hi - at);
+    std::memcpy(weights_copy_->data() + (at - lo), file_->bytes() + at, static_cast<size_t>(n));
+    file_->ReleasePages(at, n);
+  }
+  const uint8_t* begin = file_->bytes() + lo;
+  const uint8_t* end = file_->bytes() + hi;
+  const auto moved = [&](auto* p) {
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
+    if (b == nullptr || b < begin || b >= end) return p;
+    return reinterpret_cast<decltype(p)>(weights_copy_->data() + (b - begin));
+  };
+  for (PlanStep& s : plan_.steps) {
+    s.weight.data = moved(s.weight.data);
+    s.norm = moved(s.norm);
+    s.bias = moved(s.bias);
+  }
+  return Status();
 }
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelOptions& options) {
@@ -79,6 +122,13 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
     model->opencl_ = std::move(device).value();
   }
 #endif
+
+  if (options.huge_pages && !opencl) {
+    POCKET_RETURN_IF_ERROR(model->CopyWeightsToHugePages());
+    // The copy holds whole 2 MiB pages: its rounding counts with the model.
+    const size_t copied = model->weights_copy_ ? model->weights_copy_->size() : 0;
+    if (copied > model->weight_bytes_) model->model_bytes_ += copied - model->weight_bytes_;
+  }
 
   cpu::ThreadPoolOptions pool_options;
   pool_options.num_threads = static_cast<size_t>(options.threads);

@@ -1,6 +1,7 @@
 // A read-only memory mapping of a whole file (PROT_READ, MAP_PRIVATE). The
 // .pocket reader and the CPU backend read weights straight from it, so model
-// loading copies nothing. Unmapped when destroyed; not copyable.
+// loading copies nothing (unless ModelOptions::huge_pages asks for a copy).
+// Unmapped when destroyed; not copyable.
 #pragma once
 
 #include <cstddef>

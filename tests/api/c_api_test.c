@@ -88,6 +88,10 @@ int main(int argc, char** argv) {
   mopts.quant_math = 7;
   CHECK(pocket_model_load(argv[1], &mopts, &model) == POCKET_INVALID_ARGUMENT && model == NULL);
   CHECK(strstr(pocket_last_error(), "quant_math") != NULL);
+  /* A version 3 caller (no huge_pages field) still has quant_math checked. */
+  mopts.struct_size = (uint32_t)offsetof(pocket_model_options, huge_pages);
+  CHECK(pocket_model_load(argv[1], &mopts, &model) == POCKET_INVALID_ARGUMENT && model == NULL);
+  CHECK(strstr(pocket_last_error(), "quant_math") != NULL);
   /* A version 2 caller (no quant_math field) still loads, with the default. */
   mopts.struct_size = (uint32_t)offsetof(pocket_model_options, quant_math);
   CHECK(pocket_model_load(argv[1], &mopts, &model) == POCKET_OK && model != NULL);
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
   mopts.threads = 2;
   mopts.quant_math = POCKET_QUANT_MATH_F32;
   mopts.pin_threads = 1; /* the golden text below must not depend on it */
+  mopts.huge_pages = 1;  /* nor on where the weights live */
   st = pocket_model_load(argv[1], &mopts, &model);
   CHECK(st == POCKET_OK);
   if (st != POCKET_OK) {

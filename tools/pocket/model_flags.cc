@@ -15,6 +15,7 @@ std::vector<std::string> ModelValueFlags() {
 
 std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags) {
   flags.push_back("--pin-threads");
+  flags.push_back("--huge-pages");
   return flags;
 }
 
@@ -33,6 +34,9 @@ const char kModelFlagsHelp[] =
     "                        fast) or f32 (the reference-accurate path, slower)\n"
     "  --pin-threads         pin compute worker i to core i (Linux; the caller's\n"
     "                        thread is not pinned)\n"
+    "  --huge-pages          copy the weights into transparent huge pages at load\n"
+    "                        (cpu backend): faster decode, slower load, no page\n"
+    "                        cache sharing (docs/performance.md)\n"
     "  --budget MIB          memory budget in MiB for weights, KV cache, buffers and\n"
     "                        logits (default 300, 0 = unlimited)\n"
     "  --kv-policy error|slide  at the budget: stop with an error (default), or drop\n"
@@ -102,6 +106,7 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
   options.threads = static_cast<int>(threads);
   options.quant_math = math == "f32" ? cpu::QuantMath::kF32 : cpu::QuantMath::kInt8;
   options.pin_threads = args.Has("--pin-threads");
+  options.huge_pages = args.Has("--huge-pages");
   options.backend = args.Get("--backend", "cpu");
   const auto start = std::chrono::steady_clock::now();
   auto model = Model::Load(path, options);

@@ -14,6 +14,7 @@
 #include "backends/cpu/ops.h"
 #include "backends/cpu/parallel.h"
 #include "util/fp16.h"
+#include "util/huge_page_buffer.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/backends/cpu/roofline.cc"
@@ -45,7 +46,6 @@ uint64_t XorWords(const uint8_t* p, size_t bytes) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <hwy/aligned_allocator.h>
 
 namespace pocket::cpu {
 
@@ -66,9 +66,12 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 double MeasureReadBandwidth(ThreadPool* pool, size_t bytes, int passes) {
   bytes = bytes / kSliceAlign * kSliceAlign;
   if (bytes == 0) return 0.0;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> buffer = hwy::AllocateAligned<uint8_t>(bytes);
-  if (!buffer) return 0.0;
-  std::memset(buffer.get(), 1, bytes);  // fault every page in before timing
+  // In huge pages where the OS has them: the ceiling is the machine's best
+  // streaming read, whatever pages the weights being compared sit in.
+  auto buffer = HugePageBuffer::Allocate(bytes);
+  if (!buffer.ok()) return 0.0;
+  uint8_t* data = (*buffer)->data();
+  std::memset(data, 1, bytes);  // fault every page in before timing
   const size_t tasks = NumThreads(pool);
   std::vector<uint64_t> sinks(tasks);
   double best = 0.0;
@@ -77,7 +80,7 @@ double MeasureReadBandwidth(ThreadPool* pool, size_t bytes, int passes) {
     ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
       size_t b0, b1;
       SplitRange(bytes, kSliceAlign, tasks, task, &b0, &b1);
-      sinks[task] ^= HWY_DYNAMIC_DISPATCH(XorWords)(buffer.get() + b0, b1 - b0);
+      sinks[task] ^= HWY_DYNAMIC_DISPATCH(XorWords)(data + b0, b1 - b0);
     });
     best = std::max(best, static_cast<double>(bytes) / Seconds(start));
   }

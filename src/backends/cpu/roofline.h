@@ -10,8 +10,9 @@ namespace pocket::cpu {
 class ThreadPool;
 
 // Best of `passes` streaming reads of a `bytes` buffer (make it much larger
-// than the last-level cache) split over the pool's threads, in bytes per
-// second; 0 if the buffer cannot be allocated.
+// than the last-level cache; held in huge pages where the OS has them)
+// split over the pool's threads, in bytes per second; 0 if the buffer
+// cannot be allocated.
 double MeasureReadBandwidth(ThreadPool* pool, size_t bytes, int passes);
 
 // Multiply-accumulates per second of Linear with QuantMath::kInt8 on a q4 g64
