@@ -95,8 +95,9 @@ typedef struct pocket_model_options {
   int32_t pin_threads;
   /* Since API version 4. Nonzero copies the weights out of the file mapping
    * into memory backed by transparent huge pages (CPU backend; ordinary
-   * memory where the OS has none): faster decode, a slower load, and the
-   * copy is not page cache other processes can share. Default 0. */
+   * memory where the OS has none): decode as fast whatever state the page
+   * cache is in (up to 1.26x faster, docs/performance.md), a slower load,
+   * and the copy is not page cache other processes can share. Default 0. */
   int32_t huge_pages;
 } pocket_model_options;
 #define POCKET_QUANT_MATH_INT8 0

@@ -42,9 +42,10 @@ struct ModelOptions {
   bool pin_threads = false;
   // Copy the weights out of the file mapping into anonymous memory backed
   // by transparent huge pages (util/huge_page_buffer.h), CPU backend only.
-  // Decode streams every weight once per token, and over 2 MiB pages it
-  // runs measurably faster than over the mapping's 4 KiB ones
-  // (docs/performance.md). The price: loading copies the weights (tens to
+  // Decode streams every weight once per token: over 2 MiB pages it runs
+  // as fast as the machine streams memory, while through the mapping its
+  // speed depends on how the page cache holds the file (in 4 KiB pages,
+  // up to 1.26x slower here; docs/performance.md). The price: loading copies the weights (tens to
   // hundreds of milliseconds), and the copy is private memory, not page
   // cache other processes mapping the same file could share. Off by
   // default; where the OS has no huge pages the copy is ordinary memory.
@@ -73,7 +74,8 @@ class Model {
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h):
   // what decode reads per token, also when they were copied to huge pages.
   size_t weight_bytes() const { return weight_bytes_; }
-  // Whether the weights were copied into huge pages (ModelOptions).
+  // Whether the weights were copied into a HugePageBuffer (ModelOptions;
+  // the OS decides whether huge pages back it).
   bool weights_in_huge_pages() const { return weights_copy_ != nullptr; }
   // The tokenizer, config and plan in memory plus the rest of the mapped
   // file (memory.h), and the huge-page copy's rounding beyond the weights.
