@@ -18,7 +18,8 @@ size_t Model::ResidentWeightBytes() const {
 
 // The file span that holds every tensor the plan reads goes into one
 // HugePageBuffer, and the steps' pointers move with it. The span starts on
-// an OS page, so each tensor keeps its alignment.
+// an OS page, so each tensor keeps its alignment. Runs after weight_bytes_
+// and model_bytes_ are set.
 Status Model::CopyWeightsToHugePages() {
   uint64_t lo = UINT64_MAX, hi = 0;
   for (const auto& [offset, size] : plan_.weight_ranges) {
@@ -54,6 +55,8 @@ Status Model::CopyWeightsToHugePages() {
     s.norm = moved(s.norm);
     s.bias = moved(s.bias);
   }
+  // The copy holds whole 2 MiB pages: its rounding counts with the model.
+  if (weights_copy_->size() > weight_bytes_) model_bytes_ += weights_copy_->size() - weight_bytes_;
   return Status();
 }
 
@@ -123,12 +126,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   }
 #endif
 
-  if (options.huge_pages && !opencl) {
-    POCKET_RETURN_IF_ERROR(model->CopyWeightsToHugePages());
-    // The copy holds whole 2 MiB pages: its rounding counts with the model.
-    const size_t copied = model->weights_copy_ ? model->weights_copy_->size() : 0;
-    if (copied > model->weight_bytes_) model->model_bytes_ += copied - model->weight_bytes_;
-  }
+  if (options.huge_pages && !opencl) POCKET_RETURN_IF_ERROR(model->CopyWeightsToHugePages());
 
   cpu::ThreadPoolOptions pool_options;
   pool_options.num_threads = static_cast<size_t>(options.threads);

@@ -19,6 +19,7 @@ namespace pocket {
 namespace {
 
 using testing_stories::GoldenRun;
+using testing_stories::GreedyFor;
 
 const Model* OpenClStoriesModel() {
   static std::unique_ptr<Model> model = [] {
@@ -29,15 +30,6 @@ const Model* OpenClStoriesModel() {
     return m.ok() ? std::move(m).value() : nullptr;
   }();
   return model.get();
-}
-
-// run.c counts forward passes including the prompt's and prints one token
-// per pass, so it generates steps - (prompt length - 1) tokens.
-GenerateOptions GreedyFor(const GoldenRun& run) {
-  GenerateOptions options;
-  options.sampling.temperature = 0.0f;
-  options.max_new_tokens = run.steps - static_cast<int>(run.prompt_ids.size()) + 1;
-  return options;
 }
 
 std::vector<int32_t> GreedyIds(const Model* model, cpu::KvType kv_type, const GoldenRun& run) {

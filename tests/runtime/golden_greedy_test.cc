@@ -12,17 +12,9 @@ namespace pocket {
 namespace {
 
 using testing_stories::GoldenRun;
+using testing_stories::GreedyFor;
 
 class GoldenGreedyTest : public ::testing::TestWithParam<cpu::KvType> {};
-
-// run.c's steps count forward passes including the prompt's, and it prints
-// one token per pass; so it generates steps - (prompt length - 1) tokens.
-GenerateOptions GreedyFor(const GoldenRun& run) {
-  GenerateOptions options;
-  options.sampling.temperature = 0.0f;
-  options.max_new_tokens = run.steps - static_cast<int>(run.prompt_ids.size()) + 1;
-  return options;
-}
 
 TEST_P(GoldenGreedyTest, ReproducesRunC) {
   const Model* model = testing_stories::StoriesModel();

@@ -45,11 +45,9 @@ TEST(HugePagesTest, GoldenGreedyRunsFromTheCopy) {
   for (const testing_stories::GoldenRun& run : testing_stories::LoadGolden()) {
     SCOPED_TRACE("prompt '" + run.prompt + "'");
     Session session(model.get(), SessionOptions());
-    GenerateOptions options;
-    options.sampling.temperature = 0.0f;
-    options.max_new_tokens = run.steps - static_cast<int>(run.prompt_ids.size()) + 1;
     GenerateResult result;
-    ASSERT_TRUE(Generate(&session, run.prompt, options, nullptr, &result).ok());
+    ASSERT_TRUE(
+        Generate(&session, run.prompt, testing_stories::GreedyFor(run), nullptr, &result).ok());
     std::vector<int32_t> all = result.prompt_ids;
     all.insert(all.end(), result.ids.begin(), result.ids.end());
     EXPECT_EQ(all, run.ids);

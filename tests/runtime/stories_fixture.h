@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "convert/converter.h"
+#include "runtime/generate.h"
 #include "runtime/model.h"
 #include "util/json_util.h"
 
@@ -66,6 +67,16 @@ inline std::vector<GoldenRun> LoadGolden() {
   }
   EXPECT_EQ(runs.size(), 3u);
   return runs;
+}
+
+// Greedy generation as run.c's: its steps count forward passes including
+// the prompt's, and it prints one token per pass, so it generates
+// steps - (prompt length - 1) tokens.
+inline GenerateOptions GreedyFor(const GoldenRun& run) {
+  GenerateOptions options;
+  options.sampling.temperature = 0.0f;
+  options.max_new_tokens = run.steps - static_cast<int>(run.prompt_ids.size()) + 1;
+  return options;
 }
 
 // The converted model file; converted on first use, removed at exit.
