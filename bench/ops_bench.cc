@@ -1,9 +1,9 @@
 // CPU op micro-benchmarks at the MNN-Pocket-0.3B shapes: q4 g64 GEMV (decode,
 // reported as GB/s of weight bytes streamed), prefill Linear with 64 tokens
 // (GFLOP/s), each with f32 and int8 activations (QuantMath) and in both the
-// planar and the rows16 layout, decode
-// attention over 512 cached positions (from cache and from DRAM), and the cost of one empty
-// ParallelFor (decode issues ~250 per token).
+// planar and the rows16 layout, decode attention over 512 cached positions
+// (from cache and from DRAM) and prefill attention, and the cost of one
+// empty ParallelFor (decode issues ~250 per token).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

@@ -45,10 +45,11 @@ struct ModelOptions {
   // Decode streams every weight once per token: over 2 MiB pages it runs
   // as fast as the machine streams memory, while through the mapping its
   // speed depends on how the page cache holds the file (in 4 KiB pages,
-  // up to 1.26x slower here; docs/performance.md). The price: loading copies the weights (tens to
-  // hundreds of milliseconds), and the copy is private memory, not page
-  // cache other processes mapping the same file could share. Off by
-  // default; where the OS has no huge pages the copy is ordinary memory.
+  // up to 1.26x slower here; docs/performance.md). The price: loading
+  // copies the weights (tens to hundreds of milliseconds), and the copy is
+  // private memory, not page cache other processes mapping the same file
+  // could share. Off by default; where the OS has no huge pages the copy is
+  // ordinary memory.
   bool huge_pages = false;
 };
 
