@@ -104,11 +104,12 @@ BENCHMARK(RunLinear)
     ->UseRealTime();
 
 // Attention of one layer's chunk of n tokens whose last one sits at
-// position ctx - 1: 14 query heads over kv_heads f16 kv heads of 64 (n 1: a
+// position ctx - 1: 14 query heads over kv_heads kv heads of 64 (n 1: a
 // decode step; n 64: the last prefill chunk of a ctx-token prompt). One kv
 // head with 2 threads shows the split of a head's positions across threads.
 // bf16 1: AttentionMath::kBf16 (the int8 maths' attention; f32 where the CPU
-// lacks AVX512_BF16, which the label then says).
+// lacks AVX512_BF16, which the label then says). q8 1: a q8 cache (--kv q8)
+// instead of f16.
 //
 // AttentionDecodeColdKv is the decode case with the KV cache out of the
 // caches, as in a model, where 170 MB of weights stream through them between
@@ -119,17 +120,18 @@ void AttentionCase(benchmark::State& state, bool cold_kv) {
   const size_t ctx = state.range(0), n = state.range(2), kv_heads = state.range(3);
   const AttentionMath math = state.range(4) ? AttentionMath::kBf16 : AttentionMath::kF32;
   const size_t heads = 14, head_dim = 64;
+  const KvType type = state.range(5) ? KvType::kQ8 : KvType::kF16;
   const size_t page_tokens = 64, kv_dim = kv_heads * head_dim;
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(1)), false});
   const size_t pages = (ctx + page_tokens - 1) / page_tokens;
-  std::vector<std::vector<uint16_t>> storage(2 * pages,
-                                             std::vector<uint16_t>(page_tokens * kv_dim));
+  std::vector<std::vector<uint8_t>> storage(
+      2 * pages, std::vector<uint8_t>(page_tokens * KvRowBytes(type, kv_dim, head_dim)));
   std::vector<void*> k_pages, v_pages;
   for (size_t p = 0; p < pages; ++p) {
     k_pages.push_back(storage[p].data());
     v_pages.push_back(storage[pages + p].data());
   }
-  const KvView kv{KvType::kF16, k_pages.data(), v_pages.data(), page_tokens, kv_dim, head_dim};
+  const KvView kv{type, k_pages.data(), v_pages.data(), page_tokens, kv_dim, head_dim};
   const std::vector<float> k = RandomActivations(ctx * kv_dim);
   KvAppend(kv, 0, k.data(), k.data(), ctx);
   const std::vector<float> q = RandomActivations(n * heads * head_dim);
@@ -149,7 +151,8 @@ void AttentionCase(benchmark::State& state, bool cold_kv) {
     benchmark::DoNotOptimize(out.data());
   }
   const bool bf16 = math == AttentionMath::kBf16 && AttentionBf16Available();
-  state.SetLabel(std::string(KernelTargetName()) + (bf16 ? " bf16" : ""));
+  state.SetLabel(std::string(KernelTargetName()) + (bf16 ? " bf16" : "") + " kv " +
+                 KvTypeName(type));
   // Multiply-adds of q.k and of the weighted V sum over the causal spans.
   const double spans = static_cast<double>(n) * (ctx - n) + n * (n + 1) / 2.0;
   state.counters["GFLOP/s"] = benchmark::Counter(spans * heads * head_dim * 2 * 2 * 1e-9,
@@ -160,22 +163,22 @@ void RunAttentionColdKv(benchmark::State& state) { AttentionCase(state, true); }
 
 BENCHMARK(RunAttention)
     ->Name("AttentionDecode")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16"})
-    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}})
-    ->ArgsProduct({{1024}, {1, 2}, {1}, {1}, {0, 1}})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "q8"})
+    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{1024}, {1, 2}, {1}, {1}, {0, 1}, {0}})
     ->UseRealTime();
 // Each iteration also pays about 3 ms of untimed eviction: a fixed count
 // keeps a run short.
 BENCHMARK(RunAttentionColdKv)
     ->Name("AttentionDecodeColdKv")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16"})
-    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "q8"})
+    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}, {0, 1}})
     ->Iterations(300)
     ->UseRealTime();
 BENCHMARK(RunAttention)
     ->Name("AttentionPrefill")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16"})
-    ->ArgsProduct({{512}, {1, 2}, {64}, {2}, {0, 1}})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "q8"})
+    ->ArgsProduct({{512}, {1, 2}, {64}, {2}, {0, 1}, {0, 1}})
     ->UseRealTime();
 
 // One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)

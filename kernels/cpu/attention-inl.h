@@ -5,14 +5,13 @@
 // exp(score - new_max) weighted V rows. Scores, exponentials (Highway's
 // vector Exp) and the output accumulator are all f32.
 //
-// f32/f16 caches (AttendGroup): every query row of one kv head passes over
-// the cache together; K is channel-major (ops.h), so a block's keys widen
-// into a head_dim x positions tile with contiguous loads and scores come out
-// a vector of positions at a time (AttentionMath::kBf16 makes the q . k and
-// weighted-V products in bf16 instead: attention_bf16-inl.h). q8 caches
-// (AttendHeadQ8): one query head at a time over token-major rows, the row
-// scale multiplying the score or the softmax weight once per row instead of
-// every value.
+// Every query row of one kv head passes over the cache together
+// (AttendGroup); K is channel-major (ops.h), so a block's keys widen into a
+// head_dim x positions tile with contiguous loads and scores come out a
+// vector of positions at a time (AttentionMath::kBf16 makes the q . k and
+// weighted-V products in bf16 instead: attention_bf16-inl.h). q8 codes widen
+// like f16 values; their per-position scales multiply the block's scores and
+// softmax weights, once per position instead of once per value.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_INL_H_
@@ -124,39 +123,6 @@ inline void Hadamard(float* HWY_RESTRICT x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] *= norm;
 }
 
-// q8 codes widened to f32 lanes.
-template <class D>
-HWY_INLINE hn::Vec<D> LoadI8(D d, const int8_t* HWY_RESTRICT p) {
-  const hn::RebindToSigned<D> di;
-  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, D>(), p)));
-}
-
-// Sum of x[0, count) * codes[0, count) (the q8 row's scale is applied by the
-// caller, once per row).
-HWY_INLINE float Dot(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRICT codes, size_t count) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  auto acc = hn::Zero(d);
-  size_t i = 0;
-  for (; i + N <= count; i += N) acc = hn::MulAdd(hn::LoadU(d, x + i), LoadI8(d, codes + i), acc);
-  float sum = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; i < count; ++i) sum += x[i] * static_cast<float>(codes[i]);
-  return sum;
-}
-
-// acc[count] += weight * codes[count].
-HWY_INLINE void AddScaledRow(float* HWY_RESTRICT acc, float weight,
-                             const int8_t* HWY_RESTRICT codes, size_t count) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  const auto vw = hn::Set(d, weight);
-  size_t i = 0;
-  for (; i + N <= count; i += N) {
-    hn::StoreU(hn::MulAdd(vw, LoadI8(d, codes + i), hn::LoadU(d, acc + i)), d, acc + i);
-  }
-  for (; i < count; ++i) acc[i] += weight * static_cast<float>(codes[i]);
-}
-
 // Address of the first value of kv head `kv_offset / head_dim` of cache
 // position t (ops.h's layouts; the head's next values follow every
 // KvValueStride elements).
@@ -166,54 +132,8 @@ HWY_INLINE const T* KvHeadRow(const KvView& kv, void* const* pages, size_t t, si
          KvElemIndex(kv, pages, t % kv.page_tokens, kv_offset);
 }
 
-// The f16 scale of that head row of a q8 cache (ops.h gives the page layout).
-HWY_INLINE float KvHeadScaleQ8(const KvView& kv, void* const* pages, size_t t, size_t kv_offset) {
-  const uint8_t* page = static_cast<const uint8_t*>(pages[t / kv.page_tokens]);
-  const size_t heads = kv.row_stride / kv.head_dim;
-  return HalfAt(page + kv.page_tokens * kv.row_stride +
-                ((t % kv.page_tokens) * heads + kv_offset / kv.head_dim) * 2);
-}
-
-// out[head_dim] = softmax(q . K[0, len) * scale) V[0, len) for one head of a
-// q8 cache.
-HWY_INLINE void AttendHeadQ8(const float* HWY_RESTRICT q, const KvView& kv, size_t len,
-                             size_t kv_offset, size_t head_dim, float scale,
-                             float* HWY_RESTRICT out) {
-  const hn::CappedTag<float, 16> d;
-  const size_t N = hn::Lanes(d);
-  HWY_ALIGN float scores[kScoreBlock] = {};  // a multiple of N: whole vectors fit
-  float running_max = -INFINITY;
-  float running_sum = 0.0f;
-  std::fill(out, out + head_dim, 0.0f);
-  for (size_t p0 = 0; p0 < len; p0 += kScoreBlock) {
-    const size_t count = std::min(kScoreBlock, len - p0);
-    float block_max = -INFINITY;
-    for (size_t p = 0; p < count; ++p) {
-      const size_t t = p0 + p;
-      scores[p] = Dot(q, KvHeadRow<int8_t>(kv, kv.k_pages, t, kv_offset), head_dim) *
-                  (KvHeadScaleQ8(kv, kv.k_pages, t, kv_offset) * scale);
-      block_max = std::max(block_max, scores[p]);
-    }
-    const float new_max = std::max(running_max, block_max);
-    // exp(-inf) = 0 on the first block: nothing accumulated yet to rescale.
-    const float correction = std::exp(running_max - new_max);
-    const size_t padded = (count + N - 1) / N * N;
-    running_sum =
-        running_sum * correction + ExpShifted<false>(d, scores, count, padded, 1.0f, new_max);
-    if (correction != 1.0f) ScaleRow(out, correction, head_dim);
-    for (size_t p = 0; p < count; ++p) {
-      const size_t t = p0 + p;
-      AddScaledRow(out, scores[p] * KvHeadScaleQ8(kv, kv.v_pages, t, kv_offset),
-                   KvHeadRow<int8_t>(kv, kv.v_pages, t, kv_offset), head_dim);
-    }
-    running_max = new_max;
-  }
-  const float inv = 1.0f / running_sum;
-  for (size_t j = 0; j < head_dim; ++j) out[j] *= inv;
-}
-
 // ---------------------------------------------------------------------------
-// Grouped attention (f32 and f16 caches): the query rows that share one kv
+// Grouped attention: the query rows that share one kv
 // head (the GQA group of every token of a token block) pass over the cache
 // together. Each block of positions is widened to f32 once into kb/vb and
 // then serves every row. Rows go through a block in pairs, so each K or V
@@ -230,6 +150,24 @@ HWY_INLINE void WidenRun(const T* HWY_RESTRICT src, size_t count, size_t padded,
   for (; p + N <= count; p += N) hn::StoreU(LoadF32(d, src + p), d, dst + p);
   for (; p < count; ++p) dst[p] = ScalarF32(src + p);
   for (; p < padded; ++p) dst[p] = 0.0f;
+}
+
+// q8 caches: s[0, count) = the f32 scales of kv head `kv_offset / head_dim`
+// at positions [p0, p0 + count) of one page of `pages` (one f16 run, ops.h),
+// s[count, padded) = 0.
+HWY_INLINE void BlockScales(const KvView& kv, void* const* pages, size_t p0, size_t count,
+                            size_t padded, size_t kv_offset, float* HWY_RESTRICT s) {
+  const uint8_t* page = static_cast<const uint8_t*>(pages[p0 / kv.page_tokens]);
+  const uint8_t* run = page + KvScaleOffset(kv, p0 % kv.page_tokens, kv_offset / kv.head_dim);
+  WidenRun(reinterpret_cast<const hwy::float16_t*>(run), count, padded, s);
+}
+
+// x[0, padded) *= s[0, padded); padded is a multiple of d's lanes.
+template <class D>
+HWY_INLINE void MulRow(D d, float* HWY_RESTRICT x, const float* HWY_RESTRICT s, size_t padded) {
+  for (size_t p = 0; p < padded; p += hn::Lanes(d)) {
+    hn::Store(hn::Mul(hn::Load(d, x + p), hn::Load(d, s + p)), d, x + p);
+  }
 }
 
 // Query rows handled together by AccumulateV and ScoresTransposed. Two
@@ -476,9 +414,17 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
   const size_t k_stride = KvValueStride(kv, kv.k_pages);
   const size_t v_stride = KvHeadSize(kv);
   HWY_ALIGN float scores[kRowsTogether * kScoreBlock];
+  // q8: the block's K and V scales (the codes widen as they are).
+  constexpr bool kScaled = std::is_same_v<T, int8_t>;
+  HWY_ALIGN float k_scales[kScaled ? kScoreBlock : 1];
+  HWY_ALIGN float v_scales[kScaled ? kScoreBlock : 1];
   for (size_t p0 = begin, count = 0; p0 < max_len; p0 += count) {
     count = BlockCount(kv, p0, max_len);
     const size_t padded = (count + N - 1) / N * N;
+    if constexpr (kScaled) {
+      BlockScales(kv, kv.k_pages, p0, count, padded, kv_offset, k_scales);
+      BlockScales(kv, kv.v_pages, p0, count, padded, kv_offset, v_scales);
+    }
     block.Widen(KvHeadRow<T>(kv, kv.k_pages, p0, kv_offset), k_stride,
                 KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset), v_stride, count, padded, head_dim);
     // In a model the layer's cache was last read a token ago and comes from
@@ -524,8 +470,11 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
         block.template Scores<kRows>(d, take, head_dim, pad, w);
         for (size_t r = 0; r < kRows; ++r) {
           const size_t row = take[r];
+          if constexpr (kScaled) MulRow(d, w[r], k_scales, pad);
           SoftmaxBlock<Block::kCoarseExp>(d, w[r], std::min(count, lens[row] - p0), pad, scale,
                                           head_dim, s_max + row, s_sum + row, o[r]);
+          // The sum counts the weights; V's rows are code * scale.
+          if constexpr (kScaled) MulRow(d, w[r], v_scales, pad);
         }
         block.template AddWeightedV<kRows>(d, w, n, head_dim, o);
       };

@@ -1,6 +1,6 @@
-// Loads of stored element types (f32, f16, bf16) widened to f32 vectors, and
-// their scalar counterparts for loop tails. Shared by every kernel that reads
-// weights or the KV cache.
+// Loads of stored element types (f32, f16, bf16, int8 codes) widened to f32
+// vectors, and their scalar counterparts for loop tails. Shared by every
+// kernel that reads weights or the KV cache.
 
 #if defined(POCKET_KERNELS_CPU_LOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_LOAD_INL_H_
@@ -31,6 +31,11 @@ template <class D>
 HWY_INLINE hn::Vec<D> LoadF32(D d, const hwy::bfloat16_t* HWY_RESTRICT p) {
   return hn::PromoteTo(d, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), p));
 }
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF32(D d, const int8_t* HWY_RESTRICT p) {
+  return hn::ConvertTo(
+      d, hn::PromoteTo(hn::RebindToSigned<D>(), hn::LoadU(hn::Rebind<int8_t, D>(), p)));
+}
 
 HWY_INLINE float ScalarF32(const float* p) { return *p; }
 HWY_INLINE float ScalarF32(const hwy::float16_t* p) {
@@ -38,6 +43,7 @@ HWY_INLINE float ScalarF32(const hwy::float16_t* p) {
   std::memcpy(&bits, p, 2);
   return F16ToF32(bits);
 }
+HWY_INLINE float ScalarF32(const int8_t* p) { return static_cast<float>(*p); }
 HWY_INLINE float ScalarF32(const hwy::bfloat16_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, 2);

@@ -96,11 +96,13 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng,
               pool, math);
     // Outputs are convex combinations of V values in [-1, 1]; scores and
     // exponentials carry f32 rounding of order 1e-6 relative. In bf16 the
-    // reference rounds q, K and V as the kernel does; the kernel's rounding
-    // of each softmax weight (relative 2^-8 at most) moves an output by at
-    // most 2^-8 max|v| more.
-    const bool bf16 = math == AttentionMath::kBf16 && c.type != KvType::kQ8 &&
-                      c.head_dim % 16 == 0 && AttentionBf16Available();
+    // reference rounds q, K and V as the kernel does (q8: the query, in the
+    // basis the rows are stored in); the kernel's rounding of each softmax
+    // weight (relative 2^-8 at most) moves an output by at most 2^-8 max|v|
+    // more. A weight scales a whole row, so that holds for rotated q8 rows
+    // too: H maps the weighted stored rows back to the decoded V rows.
+    const bool bf16 =
+        math == AttentionMath::kBf16 && c.head_dim % 16 == 0 && AttentionBf16Available();
     const std::vector<float>& want = bf16 ? expected_bf16 : expected;
     const float tolerance = bf16 ? 2e-5f + 1.0f / 256 : 2e-5f;
     for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], tolerance) << i;

@@ -1,10 +1,8 @@
 // The KV cache ops of ops.h: row storage (f32, f16, q8), KvAppend, KvShift
-// and Attention. Attention over f32/f16 caches gives each thread the query
-// rows of one kv head and a block of tokens (AttendGroup of
-// kernels/cpu/attention-inl.h, with f32 or, where the CPU has AVX512_BF16,
-// bf16 products), and when decoding leaves threads idle, a segment of the
-// cached positions as well; q8 caches spread (token, head) pairs, each
-// running the one-pass AttendHeadQ8.
+// and Attention. Attention gives each thread the query rows of one kv head
+// and a block of tokens (AttendGroup of kernels/cpu/attention-inl.h, with
+// f32 or, where the CPU has AVX512_BF16, bf16 products), and when decoding
+// leaves threads idle, a segment of the cached positions as well.
 
 #include <algorithm>
 #include <cmath>
@@ -30,20 +28,6 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
-
-void AttendHeadQ8Kernel(const float* q, const KvView& kv, size_t len, size_t kv_offset,
-                        size_t head_dim, float scale, float* out) {
-  if (!KvRotated(kv)) return AttendHeadQ8(q, kv, len, kv_offset, head_dim, scale, out);
-  // Rows hold H k and H v (ops.h): (H q) . (H k) = q . k, and the weighted
-  // sum of the H v rows is H out.
-  float small[256];
-  std::vector<float> large(head_dim > 256 ? head_dim : 0);
-  float* hq = head_dim > 256 ? large.data() : small;
-  std::copy(q, q + head_dim, hq);
-  Hadamard(hq, head_dim);
-  AttendHeadQ8(hq, kv, len, kv_offset, head_dim, scale, out);
-  Hadamard(out, head_dim);
-}
 
 // x[0, n) rounded to f16, nearest even: the hardware conversion where
 // Highway uses one (x86 F16C on AVX2 and up, aarch64), F32ToF16 elsewhere
@@ -95,6 +79,9 @@ void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* co
   if (kv.type == KvType::kF32) {
     AttendGroupAs<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
                          normalize, bf16, kb, vb, qb, max, sum);
+  } else if (kv.type == KvType::kQ8) {
+    AttendGroupAs<int8_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                          normalize, bf16, kb, vb, qb, max, sum);
   } else {
     AttendGroupAs<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
                                   begin, end, normalize, bf16, kb, vb, qb, max, sum);
@@ -107,7 +94,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace pocket::cpu {
 
-HWY_EXPORT(AttendHeadQ8Kernel);
 HWY_EXPORT(AttendGroupKernel);
 HWY_EXPORT(AttentionBf16Compiled);
 HWY_EXPORT(ToF16Kernel);
@@ -157,11 +143,10 @@ void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
   }
 }
 
-// The f16 scales of row t (q8 only): after the page's codes.
-uint8_t* RowScales(const KvView& kv, void* const* pages, size_t t) {
-  const size_t heads = kv.row_stride / kv.head_dim;
-  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + kv.page_tokens * kv.row_stride +
-         (t % kv.page_tokens) * heads * 2;
+// The f16 scale of kv head h of row t (q8 only): after the page's codes.
+uint8_t* HeadScale(const KvView& kv, void* const* pages, size_t t, size_t h) {
+  return static_cast<uint8_t*>(pages[t / kv.page_tokens]) +
+         KvScaleOffset(kv, t % kv.page_tokens, h);
 }
 
 // Stores x[row_stride] as row t.
@@ -179,9 +164,7 @@ void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
       return;
     }
     case KvType::kQ8: {
-      uint8_t* dst = ElemAt(kv, pages, t, 0);  // token-major: the row's codes
-      uint8_t* scales = RowScales(kv, pages, t);
-      std::vector<float> rotated;
+      thread_local std::vector<float> rotated;
       if (KvRotated(kv)) {
         rotated.assign(x, x + kv.row_stride);
         for (size_t h = 0; h < kv.row_stride; h += kv.head_dim) {
@@ -189,6 +172,8 @@ void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
         }
         x = rotated.data();
       }
+      thread_local std::vector<int8_t> codes;
+      codes.resize(kv.row_stride);
       for (size_t h = 0; h * kv.head_dim < kv.row_stride; ++h) {
         const float* xh = x + h * kv.head_dim;
         float amax = 0.0f;
@@ -197,13 +182,13 @@ void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
         // reproduces the nearest code of every value.
         const uint16_t bits = F32ToF16(amax / 127.0f);
         const float scale = F16ToF32(bits);
-        std::memcpy(scales + 2 * h, &bits, 2);
-        int8_t* codes = reinterpret_cast<int8_t*>(dst) + h * kv.head_dim;
+        std::memcpy(HeadScale(kv, pages, t, h), &bits, 2);
         for (size_t i = 0; i < kv.head_dim; ++i) {
           const float c = scale > 0.0f ? std::nearbyint(xh[i] / scale) : 0.0f;
-          codes[i] = static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f));
+          codes[h * kv.head_dim + i] = static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f));
         }
       }
+      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(at, &codes[i], 1); });
       return;
     }
   }
@@ -220,8 +205,8 @@ void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
   const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
   ForEachValue(kv, pages, t,
                [&](size_t i, uint8_t* at) { std::memcpy(bytes + i * elem, at, elem); });
-  if (kv.type == KvType::kQ8) {
-    std::memcpy(bytes + values, RowScales(kv, pages, t), kv.row_stride / kv.head_dim * 2);
+  for (size_t h = 0; kv.type == KvType::kQ8 && h * kv.head_dim < kv.row_stride; ++h) {
+    std::memcpy(bytes + values + 2 * h, HeadScale(kv, pages, t, h), 2);
   }
 }
 
@@ -229,8 +214,8 @@ void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* b
   const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
   ForEachValue(kv, pages, t,
                [&](size_t i, uint8_t* at) { std::memcpy(at, bytes + i * elem, elem); });
-  if (kv.type == KvType::kQ8) {
-    std::memcpy(RowScales(kv, pages, t), bytes + values, kv.row_stride / kv.head_dim * 2);
+  for (size_t h = 0; kv.type == KvType::kQ8 && h * kv.head_dim < kv.row_stride; ++h) {
+    std::memcpy(HeadScale(kv, pages, t, h), bytes + values + 2 * h, 2);
   }
 }
 
@@ -247,13 +232,11 @@ void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
       });
       return;
     case KvType::kQ8: {
-      const uint8_t* src = ElemAt(kv, pages, t, 0);  // token-major: the row's codes
-      const uint8_t* scales = RowScales(kv, pages, t);
-      for (size_t i = 0; i < kv.row_stride; ++i) {
-        uint16_t h;
-        std::memcpy(&h, scales + 2 * (i / kv.head_dim), 2);
-        out[i] = F16ToF32(h) * static_cast<float>(static_cast<int8_t>(src[i]));
-      }
+      ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) {
+        uint16_t scale;
+        std::memcpy(&scale, HeadScale(kv, pages, t, i / kv.head_dim), 2);
+        out[i] = F16ToF32(scale) * static_cast<float>(static_cast<int8_t>(*at));
+      });
       if (KvRotated(kv)) {
         for (size_t h = 0; h < kv.row_stride; h += kv.head_dim) HadamardRow(out + h, kv.head_dim);
       }
@@ -301,16 +284,20 @@ void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRop
 
 namespace {
 
-// f32/f16 caches. One task per (kv head, block of tokens): its rows share
-// every widened K/V block. Later token blocks attend more positions, so they
+// One task per (kv head, block of tokens): its rows share every widened K/V
+// block. Later token blocks attend more positions, so they
 // come first and the short ones even out the threads at the end. When that
 // leaves threads idle (decoding: one token block, n_kv_heads tasks), each
 // task's positions are also split into segments of at least
 // kMinSegmentPositions, whose partial softmax states are merged after.
+// Rotated q8 caches hold H k and H v (ops.h): (H q) . (H k) = q . k, so the
+// tasks score rotated copies of their queries, and the weighted sum of the
+// H v rows, H out, is rotated back once it is complete.
 void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                       size_t n_kv_heads, size_t head_dim, float scale, bool bf16, float* out,
                       ThreadPool* pool) {
   const size_t group = n_heads / n_kv_heads;
+  const bool rotated = KvRotated(kv);
   const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
   const size_t base_tasks = n_kv_heads * token_blocks;
   const size_t threads = NumThreads(pool);
@@ -354,6 +341,7 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     thread_local std::vector<const float*> q_rows;
     thread_local std::vector<float*> out_rows;
     thread_local std::vector<size_t> lens;
+    thread_local std::vector<float> rotated_q;
     // kb and vb start on a cache line (64 bytes = 16 floats), so no vector
     // load of them straddles two lines; then max and sum (rows each) and, in
     // bf16, the rows' queries.
@@ -361,11 +349,19 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     q_rows.clear();
     out_rows.clear();
     lens.clear();
+    rotated_q.resize(rotated ? rows * head_dim : 0);
     const size_t first = partial_row(seg, h);  // segmented: this task's states
     for (size_t t = t0; t < t1; ++t) {
       for (size_t g = 0; g < group; ++g) {
         const size_t at = t * n_heads + h * group + g;  // row of q and out
-        q_rows.push_back(q + at * head_dim);
+        const float* row = q + at * head_dim;
+        if (rotated) {
+          float* copy = rotated_q.data() + q_rows.size() * head_dim;
+          std::copy(row, row + head_dim, copy);
+          HadamardRow(copy, head_dim);
+          row = copy;
+        }
+        q_rows.push_back(row);
         out_rows.push_back(segments > 1 ? part_out + (first + out_rows.size()) * head_dim
                                         : out + at * head_dim);
         lens.push_back(n_past + t + 1);
@@ -379,6 +375,9 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
      boundary(seg), boundary(seg + 1), segments == 1, bf16, b, b + kGroupBlock * head_dim, qb, max,
      sum);
+    for (size_t i = 0; rotated && segments == 1 && i < rows; ++i) {
+      HadamardRow(out_rows[i], head_dim);
+    }
   });
   if (segments == 1) return;
   // out = sum_s exp(max_s - M) out_s / sum_s exp(max_s - M) sum_s, M the
@@ -402,6 +401,7 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
         for (size_t j = 0; j < head_dim; ++j) o[j] += w * po[j];
       }
       for (size_t j = 0; j < head_dim; ++j) o[j] /= total;
+      if (rotated) HadamardRow(o, head_dim);
     }
   }
 }
@@ -423,27 +423,9 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       (kv.head_dim != head_dim && (kv.type == KvType::kQ8 || kv.head_dim != 0))) {
     return;
   }
-  const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  if (kv.type != KvType::kQ8) {
-    const bool bf16 =
-        math == AttentionMath::kBf16 && head_dim % 16 == 0 && AttentionBf16Available();
-    AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale, bf16, out, pool);
-    return;
-  }
-  const size_t pairs = n * n_heads;
-  const size_t tasks = std::min(NumThreads(pool), pairs);
-  ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
-    size_t begin, end;
-    SplitRange(pairs, 1, tasks, task, &begin, &end);
-    for (size_t pair = begin; pair < end; ++pair) {
-      const size_t i = pair / n_heads;
-      const size_t h = pair % n_heads;
-      HWY_DYNAMIC_DISPATCH(AttendHeadQ8Kernel)
-      (q + pair * head_dim, kv, n_past + i + 1, (h / group) * head_dim, head_dim, scale,
-       out + pair * head_dim);
-    }
-  });
+  const bool bf16 = math == AttentionMath::kBf16 && head_dim % 16 == 0 && AttentionBf16Available();
+  AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale, bf16, out, pool);
 }
 
 }  // namespace pocket::cpu

@@ -30,26 +30,27 @@ struct WeightView {
 // [p * page_tokens, (p + 1) * page_tokens); j = t % page_tokens is token t's
 // slot in its page. A token's row is its n_kv_heads * head_dim values.
 //
-// f32 and f16 caches: K pages are channel-major, element i of row t at
-// element i * page_tokens + j of k_pages[p], so one kv head's keys for
-// consecutive positions are consecutive and attention scores a whole vector
-// of positions per multiply-add, with no sums across lanes. V pages are
-// head-major, element i of row t at ((i / head_dim) * page_tokens + j) *
-// head_dim + i % head_dim of v_pages[p], so one kv head's values for a run of
-// positions are one contiguous run (head_dim 0 counts as row_stride: one
-// head). KvElemIndex gives both.
+// K pages are channel-major, element i of row t at element i * page_tokens
+// + j of k_pages[p], so one kv head's keys for consecutive positions are
+// consecutive and attention scores a whole vector of positions per
+// multiply-add, with no sums across lanes. V pages are head-major, element i
+// of row t at ((i / head_dim) * page_tokens + j) * head_dim + i % head_dim
+// of v_pages[p], so one kv head's values for a run of positions are one
+// contiguous run (head_dim 0 counts as row_stride: one head). KvElemIndex
+// gives both. Elements are f32, f16 or (q8) int8 codes.
 //
-// q8 caches are token-major: row t's int8 codes start at element j *
-// row_stride of its page, and after the codes of all the page's tokens come
-// one f16 scale per (token, kv head): the scale of head h of token t is f16
-// number j * (row_stride / head_dim) + h. A q8 head row y is quantized as
-// code * scale with scale = max|y| / 127. When head_dim is a power of two, y
-// is the head's values x in the orthonormal Walsh-Hadamard basis, y = H x
-// with H[i][j] = (-1)^popcount(i & j) / sqrt(head_dim), so x = H y: a few
-// large channels (common in K) are spread over the whole row and no longer
-// set the step for the small ones. Dot products are unchanged by H, so
-// attention rotates the query instead of every row. Other head_dims store x
-// itself.
+// q8 pages hold, after the codes of all the page's tokens, one f16 scale per
+// (kv head, token), head-major: the scale of head h of the token in slot j is
+// f16 number h * page_tokens + j, so a block of positions' scales is one run.
+// A q8 head row y is quantized as code * scale with scale = max|y| / 127.
+// Attention multiplies the scores by the K scales and the softmax weights by
+// the V scales, once per position, and widens the codes as the other types.
+// When head_dim is a power of two, y is the head's values x in the
+// orthonormal Walsh-Hadamard basis, y = H x with H[i][j] = (-1)^popcount(i &
+// j) / sqrt(head_dim), so x = H y: a few large channels (common in K) are
+// spread over the whole row and no longer set the step for the small ones.
+// Dot products are unchanged by H, so attention rotates the query instead of
+// every row, and its output once at the end. Other head_dims store x itself.
 enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
 // "f32", "f16", "q8" (the --kv flag's spelling); "unknown" otherwise.
 inline const char* KvTypeName(KvType type) {
@@ -88,16 +89,21 @@ inline size_t KvHeadSize(const KvView& kv) {
 // The element of `pages` (kv.k_pages or kv.v_pages) that holds element i of
 // the row of the token in slot j of its page (layouts above).
 inline size_t KvElemIndex(const KvView& kv, void* const* pages, size_t j, size_t i) {
-  if (kv.type == KvType::kQ8) return j * kv.row_stride + i;
   if (pages == kv.k_pages) return i * kv.page_tokens + j;
   const size_t head = KvHeadSize(kv);
   return (i / head * kv.page_tokens + j) * head + i % head;
 }
 
 // Elements between consecutive values of one kv head's row in `pages`:
-// page_tokens in channel-major K pages, 1 in the others.
+// page_tokens in channel-major K pages, 1 in V pages.
 inline size_t KvValueStride(const KvView& kv, void* const* pages) {
-  return kv.type != KvType::kQ8 && pages == kv.k_pages ? kv.page_tokens : 1;
+  return pages == kv.k_pages ? kv.page_tokens : 1;
+}
+
+// q8: the byte offset in its page of the f16 scale of kv head h of the token
+// in slot j (layout above).
+inline size_t KvScaleOffset(const KvView& kv, size_t j, size_t h) {
+  return kv.page_tokens * kv.row_stride + (h * kv.page_tokens + j) * 2;
 }
 
 // Whether q8 rows of `kv` are stored in the Hadamard basis (see above).
@@ -167,8 +173,8 @@ void Swiglu(const float* g, const float* u, size_t count, float* out);
 void Add(const float* a, const float* b, size_t count, float* out);
 // Writes k[n, kv_dim], v[n, kv_dim] at positions [n_past, n_past + n).
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n);
-// How Attention over f32/f16 caches multiplies q . k and the softmax
-// weights with V (q8 caches have their own path).
+// How Attention multiplies q . k and the softmax weights with V (q8 codes
+// are exact in bf16; their scales multiply the f32 scores and the weights).
 enum class AttentionMath : uint8_t {
   // f32 products: within f32 rounding of the exact result.
   kF32 = 0,

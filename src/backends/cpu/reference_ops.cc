@@ -35,15 +35,12 @@ StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
 
 size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
-// Address of element i of cache row t in a K or V page table (ops.h): f32
-// and f16 caches keep K channel-major and V head-major, q8 caches are
-// token-major.
+// Address of element i of cache row t in a K or V page table (ops.h): K
+// channel-major, V head-major, whatever the element type.
 uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
   const size_t j = t % kv.page_tokens;
-  size_t index = j * kv.row_stride + i;
-  if (kv.type != KvType::kQ8 && pages == kv.k_pages) {
-    index = i * kv.page_tokens + j;
-  } else if (kv.type != KvType::kQ8) {
+  size_t index = i * kv.page_tokens + j;
+  if (pages == kv.v_pages) {
     const size_t head_dim = kv.head_dim == 0 ? kv.row_stride : kv.head_dim;
     const size_t head = i / head_dim, c = i % head_dim;
     index = head * kv.page_tokens * head_dim + j * head_dim + c;
@@ -51,11 +48,11 @@ uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
   return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + index * KvElemBytes(kv.type);
 }
 
-// q8: address of the f16 scale of element i of row t (ops.h's page layout).
+// q8: address of the f16 scale of element i of row t: after the page's
+// codes, head-major (ops.h's page layout).
 uint8_t* KvScale(const KvView& kv, void* const* pages, size_t t, size_t i) {
-  const size_t heads = kv.row_stride / kv.head_dim;
   return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + kv.page_tokens * kv.row_stride +
-         ((t % kv.page_tokens) * heads + i / kv.head_dim) * 2;
+         ((i / kv.head_dim) * kv.page_tokens + t % kv.page_tokens) * 2;
 }
 
 // q8 with a power-of-two head_dim: head rows are stored as H x (ops.h).
@@ -337,20 +334,36 @@ float RoundToBf16(float x) {
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out, AttentionMath math) {
   const auto rounded = [&](float x) { return math == AttentionMath::kBf16 ? RoundToBf16(x) : x; };
+  // q8 in bf16: the query meets the stored values (code * scale) in their
+  // own basis (H q for rotated rows) and only the query is rounded; the
+  // output comes back through H.
+  const bool stored_basis = math == AttentionMath::kBf16 && kv.type == KvType::kQ8;
+  const bool rotate = stored_basis && Rotated(kv);
+  const auto k_at = [&](size_t p, size_t i) {
+    return stored_basis ? KvStoredAt(kv, kv.k_pages, p, i) : rounded(KvAt(kv, kv.k_pages, p, i));
+  };
+  const auto v_at = [&](size_t p, size_t i) {
+    return stored_basis ? KvStoredAt(kv, kv.v_pages, p, i) : rounded(KvAt(kv, kv.v_pages, p, i));
+  };
   const size_t group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  std::vector<float> scores(n_past + n);
+  std::vector<float> scores(n_past + n), qs(head_dim), os(head_dim);
   for (size_t i = 0; i < n; ++i) {
     const size_t len = n_past + i + 1;  // causal: positions [0, n_past + i]
     for (size_t h = 0; h < n_heads; ++h) {
       const float* qh = q + (i * n_heads + h) * head_dim;
+      for (size_t j = 0; j < head_dim; ++j) {
+        double y = rotate ? 0.0 : qh[j];
+        for (size_t c = 0; rotate && c < head_dim; ++c) {
+          y += static_cast<double>(HadamardEntry(j, c, head_dim)) * qh[c];
+        }
+        qs[j] = rounded(static_cast<float>(y));
+      }
       const size_t kv_off = (h / group) * head_dim;
       float max_score = -INFINITY;
       for (size_t p = 0; p < len; ++p) {
         float dot = 0.0f;
-        for (size_t j = 0; j < head_dim; ++j) {
-          dot += rounded(qh[j]) * rounded(KvAt(kv, kv.k_pages, p, kv_off + j));
-        }
+        for (size_t j = 0; j < head_dim; ++j) dot += qs[j] * k_at(p, kv_off + j);
         scores[p] = dot * scale;
         if (scores[p] > max_score) max_score = scores[p];
       }
@@ -359,13 +372,18 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
         scores[p] = std::exp(scores[p] - max_score);
         sum += scores[p];
       }
-      float* oh = out + (i * n_heads + h) * head_dim;
-      for (size_t j = 0; j < head_dim; ++j) oh[j] = 0.0f;
+      std::fill(os.begin(), os.end(), 0.0f);
       for (size_t p = 0; p < len; ++p) {
         const float weight = scores[p] / sum;
-        for (size_t j = 0; j < head_dim; ++j) {
-          oh[j] += weight * rounded(KvAt(kv, kv.v_pages, p, kv_off + j));
+        for (size_t j = 0; j < head_dim; ++j) os[j] += weight * v_at(p, kv_off + j);
+      }
+      float* oh = out + (i * n_heads + h) * head_dim;
+      for (size_t j = 0; j < head_dim; ++j) {
+        double x = rotate ? 0.0 : os[j];
+        for (size_t c = 0; rotate && c < head_dim; ++c) {
+          x += static_cast<double>(HadamardEntry(j, c, head_dim)) * os[c];
         }
+        oh[j] = static_cast<float>(x);
       }
     }
   }

@@ -26,7 +26,9 @@ void Add(const float* a, const float* b, size_t count, float* out);
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n);
 // With AttentionMath::kBf16, q and the cached K and V values are rounded to
 // bf16 (nearest even) before the same f32 computation; the softmax weights
-// are not (their rounding is within the bound ops.h states).
+// are not (their rounding is within the bound ops.h states). q8 caches in
+// bf16 round only the query, in the basis the rows are stored in (their
+// codes are exact in bf16 and their scales multiply f32 results).
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out,
                AttentionMath math = AttentionMath::kF32);
