@@ -197,7 +197,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
       case OpKind::kAttention: {
         const size_t kv_width = s.n_kv_heads * s.head_dim;
         const cpu::KvView view = kv->View(s.layer);
-        cpu::KvAppend(view, n_past, value(1, kv_width), value(2, kv_width), n);
+        cpu::KvAppend(view, n_past, value(1, kv_width), value(2, kv_width), n, pool);
         float* out = aliased(0) || aliased(1) || aliased(2) ? temp_.data() : dst;
         cpu::Attention(value(0, s.in_width), n, n_past, view, s.n_heads, s.n_kv_heads, s.head_dim,
                        out, pool, attention_math_);

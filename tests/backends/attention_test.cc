@@ -88,8 +88,9 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng,
   ForEachTarget([&] {
     // The past in one call, the batch in another, as a session does.
     TestCache cache(c.type, c.page_tokens, kv_dim, total, c.head_dim);
-    KvAppend(cache.view, 0, k.data(), v.data(), c.n_past);
-    KvAppend(cache.view, c.n_past, k.data() + c.n_past * kv_dim, v.data() + c.n_past * kv_dim, c.n);
+    KvAppend(cache.view, 0, k.data(), v.data(), c.n_past, pool);
+    KvAppend(cache.view, c.n_past, k.data() + c.n_past * kv_dim, v.data() + c.n_past * kv_dim, c.n,
+             pool);
     ASSERT_EQ(cache.storage, expected_cache.storage);
     std::vector<float> out(q.size(), NAN);
     Attention(q.data(), c.n, c.n_past, cache.view, c.n_heads, c.n_kv_heads, c.head_dim, out.data(),

@@ -245,15 +245,23 @@ void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
   }
 }
 
-void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n) {
+void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n,
+              ThreadPool* pool) {
   if (k == nullptr || v == nullptr || kv.k_pages == nullptr || kv.v_pages == nullptr ||
       kv.page_tokens == 0 || (kv.type == KvType::kQ8 && kv.head_dim == 0)) {
     return;
   }
-  for (size_t t = 0; t < n; ++t) {
-    StoreRow(kv, kv.k_pages, n_past + t, k + t * kv.row_stride);
-    StoreRow(kv, kv.v_pages, n_past + t, v + t * kv.row_stride);
-  }
+  // Runs of consecutive tokens: neighbours share the cache lines of
+  // channel-major K pages, so threads meet only at the runs' ends.
+  const size_t tasks = std::min(NumThreads(pool), n);
+  ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
+    size_t begin, end;
+    SplitRange(n, 1, tasks, task, &begin, &end);
+    for (size_t t = begin; t < end; ++t) {
+      StoreRow(kv, kv.k_pages, n_past + t, k + t * kv.row_stride);
+      StoreRow(kv, kv.v_pages, n_past + t, v + t * kv.row_stride);
+    }
+  });
 }
 
 void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope) {

@@ -171,8 +171,10 @@ void RopeApply(float* x, size_t n, size_t n_heads, size_t head_dim, RopeStyle st
 void Swiglu(const float* g, const float* u, size_t count, float* out);
 // out = a + b; out may alias a.
 void Add(const float* a, const float* b, size_t count, float* out);
-// Writes k[n, kv_dim], v[n, kv_dim] at positions [n_past, n_past + n).
-void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n);
+// Writes k[n, kv_dim], v[n, kv_dim] at positions [n_past, n_past + n),
+// each thread of `pool` (when given) a run of the tokens.
+void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n,
+              ThreadPool* pool = nullptr);
 // How Attention multiplies q . k and the softmax weights with V (q8 codes
 // are exact in bf16; their scales multiply the f32 scores and the weights).
 enum class AttentionMath : uint8_t {
