@@ -126,6 +126,10 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kQ8, 16, 100, 1, 14, 2, 64},
       {KvType::kQ8, 5, 13, 4, 7, 1, 17},
       {KvType::kQ8, 32, 0, 70, 7, 1, 32},
+      // Rotated heads shorter than, as long as, and twice a Hadamard vector.
+      {KvType::kQ8, 8, 5, 3, 4, 2, 4},
+      {KvType::kQ8, 8, 9, 2, 4, 1, 8},
+      {KvType::kQ8, 8, 9, 2, 2, 1, 16},
       // Several 64-position blocks and 16-token tasks with a long past.
       {KvType::kF16, 64, 150, 40, 14, 2, 64},
       {KvType::kF32, 16, 70, 33, 8, 2, 128},

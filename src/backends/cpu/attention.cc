@@ -29,6 +29,8 @@
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
 
+void HadamardKernel(float* x, size_t n) { Hadamard(x, n); }
+
 // x[0, n) rounded to f16, nearest even: the hardware conversion where
 // Highway uses one (x86 F16C on AVX2 and up, aarch64), F32ToF16 elsewhere
 // (Highway's software DemoteTo truncates).
@@ -95,6 +97,7 @@ HWY_AFTER_NAMESPACE();
 namespace pocket::cpu {
 
 HWY_EXPORT(AttendGroupKernel);
+HWY_EXPORT(HadamardKernel);
 HWY_EXPORT(AttentionBf16Compiled);
 HWY_EXPORT(ToF16Kernel);
 
@@ -121,8 +124,8 @@ bool CpuHasBf16Dot() {
 
 size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
 
-// The scalar transform of attention-inl.h, for row storage.
-void HadamardRow(float* x, size_t n) { HWY_STATIC_DISPATCH(Hadamard)(x, n); }
+// attention-inl.h's transform, for rotated q8 rows, queries and outputs.
+void HadamardRow(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(HadamardKernel)(x, n); }
 
 // Address of element i of row t (the page layouts of ops.h).
 uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
