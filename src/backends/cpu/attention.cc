@@ -48,6 +48,37 @@ void ToF16Kernel(const float* HWY_RESTRICT x, size_t n, uint16_t* HWY_RESTRICT o
   for (; i < n; ++i) out[i] = F32ToF16(x[i]);
 }
 
+// One q8 head row: codes[n] = x[n] / scale rounded to nearest even and
+// clamped to [-127, 127], scale = max|x| / 127 as stored (f16, whose bits
+// it returns), so that decoding reproduces the nearest code of every value.
+uint16_t QuantizeQ8Kernel(const float* HWY_RESTRICT x, size_t n, int8_t* HWY_RESTRICT codes) {
+  const hn::CappedTag<float, 16> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<int8_t, decltype(d)> d8;
+  const size_t N = hn::Lanes(d);
+  auto vmax = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(d, x + i)));
+  float amax = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const uint16_t bits = F32ToF16(amax / 127.0f);
+  const float scale = F16ToF32(bits);
+  if (!(scale > 0.0f)) {
+    std::fill(codes, codes + n, int8_t{0});
+    return bits;
+  }
+  const auto vscale = hn::Set(d, scale);
+  const auto lo = hn::Set(di, -127), hi = hn::Set(di, 127);
+  for (i = 0; i + N <= n; i += N) {
+    const auto c = hn::NearestInt(hn::Div(hn::LoadU(d, x + i), vscale));
+    hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(c, lo), hi)), d8, codes + i);
+  }
+  for (; i < n; ++i) {
+    codes[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / scale), -127.0f, 127.0f));
+  }
+  return bits;
+}
+
 // Whether this target has AttendGroupKernel's bf16 products (the CPU must
 // have AVX512_BF16 as well).
 bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
@@ -98,6 +129,7 @@ namespace pocket::cpu {
 
 HWY_EXPORT(AttendGroupKernel);
 HWY_EXPORT(HadamardKernel);
+HWY_EXPORT(QuantizeQ8Kernel);
 HWY_EXPORT(AttentionBf16Compiled);
 HWY_EXPORT(ToF16Kernel);
 
@@ -178,18 +210,9 @@ void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
       thread_local std::vector<int8_t> codes;
       codes.resize(kv.row_stride);
       for (size_t h = 0; h * kv.head_dim < kv.row_stride; ++h) {
-        const float* xh = x + h * kv.head_dim;
-        float amax = 0.0f;
-        for (size_t i = 0; i < kv.head_dim; ++i) amax = std::max(amax, std::fabs(xh[i]));
-        // Codes are computed against the scale as stored (f16), so decoding
-        // reproduces the nearest code of every value.
-        const uint16_t bits = F32ToF16(amax / 127.0f);
-        const float scale = F16ToF32(bits);
+        const uint16_t bits = HWY_DYNAMIC_DISPATCH(QuantizeQ8Kernel)(
+            x + h * kv.head_dim, kv.head_dim, codes.data() + h * kv.head_dim);
         std::memcpy(HeadScale(kv, pages, t, h), &bits, 2);
-        for (size_t i = 0; i < kv.head_dim; ++i) {
-          const float c = scale > 0.0f ? std::nearbyint(xh[i] / scale) : 0.0f;
-          codes[h * kv.head_dim + i] = static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f));
-        }
       }
       ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(at, &codes[i], 1); });
       return;
