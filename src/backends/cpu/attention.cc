@@ -319,11 +319,11 @@ void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRop
 namespace {
 
 // One task per (kv head, block of tokens): its rows share every widened K/V
-// block. Later token blocks attend more positions, so they
-// come first and the short ones even out the threads at the end. When that
-// leaves threads idle (decoding: one token block, n_kv_heads tasks), each
-// task's positions are also split into segments of at least
-// kMinSegmentPositions, whose partial softmax states are merged after.
+// block. Later token blocks attend more positions, so they come first and
+// the short ones even out the threads at the end. When that leaves threads
+// idle (decoding: one token block, n_kv_heads tasks), each task's positions
+// are also split into segments of at least kMinSegmentPositions, whose
+// partial softmax states are merged after.
 // Rotated q8 caches hold H k and H v (ops.h): (H q) . (H k) = q . k, so the
 // tasks score rotated copies of their queries, and the weighted sum of the
 // H v rows, H out, is rotated back once it is complete.
