@@ -64,6 +64,16 @@ float HadamardEntry(size_t i, size_t j, size_t n) {
   return (__builtin_popcountll(i & j) % 2 ? -1.0f : 1.0f) / std::sqrt(static_cast<float>(n));
 }
 
+// y[n] = H x, each element summed in double and rounded once; x and y must
+// not overlap.
+void RotateExact(const float* x, size_t n, float* y) {
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0.0;
+    for (size_t j = 0; j < n; ++j) sum += static_cast<double>(HadamardEntry(i, j, n)) * x[j];
+    y[i] = static_cast<float>(sum);
+  }
+}
+
 float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i);
 
 float KvAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
@@ -102,13 +112,8 @@ float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* values) {
   std::vector<float> x(values, values + kv.row_stride);
   if (Rotated(kv)) {
-    for (size_t i = 0; i < kv.row_stride; ++i) {
-      const size_t head = i / kv.head_dim * kv.head_dim;
-      double y = 0.0;
-      for (size_t j = 0; j < kv.head_dim; ++j) {
-        y += static_cast<double>(HadamardEntry(i - head, j, kv.head_dim)) * values[head + j];
-      }
-      x[i] = static_cast<float>(y);
+    for (size_t h = 0; h < kv.row_stride; h += kv.head_dim) {
+      RotateExact(values + h, kv.head_dim, x.data() + h);
     }
   }
   for (size_t i = 0; i < kv.row_stride; ++i) {
@@ -352,13 +357,12 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
     const size_t len = n_past + i + 1;  // causal: positions [0, n_past + i]
     for (size_t h = 0; h < n_heads; ++h) {
       const float* qh = q + (i * n_heads + h) * head_dim;
-      for (size_t j = 0; j < head_dim; ++j) {
-        double y = rotate ? 0.0 : qh[j];
-        for (size_t c = 0; rotate && c < head_dim; ++c) {
-          y += static_cast<double>(HadamardEntry(j, c, head_dim)) * qh[c];
-        }
-        qs[j] = rounded(static_cast<float>(y));
+      if (rotate) {
+        RotateExact(qh, head_dim, qs.data());
+      } else {
+        std::copy(qh, qh + head_dim, qs.begin());
       }
+      for (float& x : qs) x = rounded(x);
       const size_t kv_off = (h / group) * head_dim;
       float max_score = -INFINITY;
       for (size_t p = 0; p < len; ++p) {
@@ -378,12 +382,10 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
         for (size_t j = 0; j < head_dim; ++j) os[j] += weight * v_at(p, kv_off + j);
       }
       float* oh = out + (i * n_heads + h) * head_dim;
-      for (size_t j = 0; j < head_dim; ++j) {
-        double x = rotate ? 0.0 : os[j];
-        for (size_t c = 0; rotate && c < head_dim; ++c) {
-          x += static_cast<double>(HadamardEntry(j, c, head_dim)) * os[c];
-        }
-        oh[j] = static_cast<float>(x);
+      if (rotate) {
+        RotateExact(os.data(), head_dim, oh);
+      } else {
+        std::copy(os.begin(), os.end(), oh);
       }
     }
   }
