@@ -108,8 +108,8 @@ BENCHMARK(RunLinear)
 // decode step; n 64: the last prefill chunk of a ctx-token prompt). One kv
 // head with 2 threads shows the split of a head's positions across threads.
 // bf16 1: AttentionMath::kBf16 (the int8 maths' attention; f32 where the CPU
-// lacks AVX512_BF16, which the label then says). q8 1: a q8 cache (--kv q8)
-// instead of f16.
+// lacks AVX512_BF16, which the label then says). kv: the cache's element
+// type, 0 f16 (--kv f16), 1 q8, 2 bf16.
 //
 // AttentionDecodeColdKv is the decode case with the KV cache out of the
 // caches, as in a model, where 170 MB of weights stream through them between
@@ -120,7 +120,8 @@ void AttentionCase(benchmark::State& state, bool cold_kv) {
   const size_t ctx = state.range(0), n = state.range(2), kv_heads = state.range(3);
   const AttentionMath math = state.range(4) ? AttentionMath::kBf16 : AttentionMath::kF32;
   const size_t heads = 14, head_dim = 64;
-  const KvType type = state.range(5) ? KvType::kQ8 : KvType::kF16;
+  constexpr KvType kTypes[] = {KvType::kF16, KvType::kQ8, KvType::kBf16};
+  const KvType type = kTypes[state.range(5)];
   const size_t page_tokens = 64, kv_dim = kv_heads * head_dim;
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(1)), false});
   const size_t pages = (ctx + page_tokens - 1) / page_tokens;
@@ -163,22 +164,22 @@ void RunAttentionColdKv(benchmark::State& state) { AttentionCase(state, true); }
 
 BENCHMARK(RunAttention)
     ->Name("AttentionDecode")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "q8"})
-    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}, {0, 1}})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "kv"})
+    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}, {0, 1, 2}})
     ->ArgsProduct({{1024}, {1, 2}, {1}, {1}, {0, 1}, {0}})
     ->UseRealTime();
 // Each iteration also pays about 3 ms of untimed eviction: a fixed count
 // keeps a run short.
 BENCHMARK(RunAttentionColdKv)
     ->Name("AttentionDecodeColdKv")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "q8"})
-    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}, {0, 1}})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "kv"})
+    ->ArgsProduct({{512}, {1, 2}, {1}, {2}, {0, 1}, {0, 1, 2}})
     ->Iterations(300)
     ->UseRealTime();
 BENCHMARK(RunAttention)
     ->Name("AttentionPrefill")
-    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "q8"})
-    ->ArgsProduct({{512}, {1, 2}, {64}, {2}, {0, 1}, {0, 1}})
+    ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "kv"})
+    ->ArgsProduct({{512}, {1, 2}, {64}, {2}, {0, 1}, {0, 1, 2}})
     ->UseRealTime();
 
 // One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)

@@ -128,7 +128,9 @@ pocket_status pocket_detokenize(const pocket_model* model, const int32_t* ids, s
 
 typedef struct pocket_session_options {
   uint32_t struct_size;
-  int32_t kv_type; /* 0 = f16 (default), 1 = f32, 2 = q8 (int8 + a scale per head) */
+  int32_t kv_type; /* 0 = default: bf16 where the CPU backend's attention multiplies
+                      in bf16 (x86 with AVX512_BF16), f16 elsewhere; 1 = f32, 2 = q8
+                      (int8 + a scale per head), 3 = bf16, 4 = f16 */
   /* Since API version 2. */
   uint64_t budget_bytes; /* everything the session holds, weights included;
                             default 300 MiB, 0 = unlimited */

@@ -30,6 +30,7 @@
 #include "backends/cpu/ops.h"
 #include "kernels/cpu/hints-inl.h"
 #include "kernels/cpu/load-inl.h"
+#include "util/fp16.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
@@ -180,6 +181,48 @@ HWY_INLINE void WidenRun(const T* HWY_RESTRICT src, size_t count, size_t padded,
   for (; p + N <= count; p += N) hn::StoreU(LoadF32(d, src + p), d, dst + p);
   for (; p < count; ++p) dst[p] = ScalarF32(src + p);
   for (; p < padded; ++p) dst[p] = 0.0f;
+}
+
+// A bf16 cache's block (ops.h's pair layouts) widened into F32Block's kb
+// (head_dim rows of kScoreBlock positions, zeros from count to padded) and vb
+// (count rows of head_dim): each 32-bit word holds two values, the first in
+// its low half, and a bf16 value is the upper half of its f32.
+// k_stride: elements between pairs of channels; head_dim is even.
+HWY_INLINE void WidenBf16Pairs(const hwy::bfloat16_t* HWY_RESTRICT k_block, size_t k_stride,
+                               const hwy::bfloat16_t* HWY_RESTRICT v_block, size_t count,
+                               size_t padded, size_t head_dim, float* HWY_RESTRICT kb,
+                               float* HWY_RESTRICT vb) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const size_t N = hn::Lanes(du);
+  const auto upper = hn::Set(du, 0xFFFF0000u);
+  const auto first = [&](auto w) { return hn::BitCast(df, hn::ShiftLeft<16>(w)); };
+  const auto second = [&](auto w) { return hn::BitCast(df, hn::And(w, upper)); };
+  for (size_t c = 0; c < head_dim; c += 2) {
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(k_block + c / 2 * k_stride);
+    for (size_t p = 0; p < padded; p += N) {  // padded lies within the page (ops.h)
+      const auto keep = Before(df, p, count);
+      const auto w = hn::LoadU(du, words + p);
+      hn::StoreU(hn::IfThenElseZero(keep, first(w)), df, kb + c * kScoreBlock + p);
+      hn::StoreU(hn::IfThenElseZero(keep, second(w)), df, kb + (c + 1) * kScoreBlock + p);
+    }
+  }
+  for (size_t p = 0; p < count; p += 2) {
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(v_block + p * head_dim);
+    const bool both = p + 1 < count;
+    float* even = vb + p * head_dim;
+    float* odd = even + head_dim;
+    size_t c = 0;
+    for (; c + N <= head_dim; c += N) {
+      const auto w = hn::LoadU(du, words + c);
+      hn::StoreU(first(w), df, even + c);
+      if (both) hn::StoreU(second(w), df, odd + c);
+    }
+    for (; c < head_dim; ++c) {
+      even[c] = BitsFloat(words[c] << 16);
+      if (both) odd[c] = BitsFloat(words[c] & 0xFFFF0000u);
+    }
+  }
 }
 
 // q8 caches: s[0, count) = the f32 scales of kv head `kv_offset / head_dim`
@@ -389,6 +432,9 @@ struct F32Block {
   HWY_INLINE void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
                         const T* HWY_RESTRICT v_block, size_t v_stride, size_t count, size_t padded,
                         size_t head_dim) {
+    if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+      return WidenBf16Pairs(k_block, k_stride, v_block, count, padded, head_dim, kb, vb);
+    }
     for (size_t c = 0; c < head_dim; ++c) {
       WidenRun(k_block + c * k_stride, count, padded, kb + c * kScoreBlock);
     }
@@ -440,9 +486,13 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
   block.PrepareRows(rows, head_dim);
   // Within a page, a head's K channels follow each other every k_stride
   // values (channel-major) and its V rows every v_stride values (head-major:
-  // one contiguous run per block).
+  // one contiguous run per block). bf16 pairs channels: its K rows (k_rows
+  // of them) are pairs, k_stride apart, each position taking two values.
+  constexpr bool kPairs = std::is_same_v<T, hwy::bfloat16_t>;
   const size_t k_stride = KvValueStride(kv, kv.k_pages);
   const size_t v_stride = KvHeadSize(kv);
+  const size_t k_rows = kPairs ? head_dim / 2 : head_dim;
+  constexpr size_t kPositionBytes = kPairs ? 2 * sizeof(T) : sizeof(T);
   HWY_ALIGN float scores[kRowsTogether * kScoreBlock];
   // q8: the block's K and V scales (the codes widen as they are).
   constexpr bool kScaled = std::is_same_v<T, int8_t>;
@@ -471,8 +521,8 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
     const T* v_next = next_count ? KvHeadRow<T>(kv, kv.v_pages, next, kv_offset) : nullptr;
     const auto prefetch_share = [&] {
       if (share == shares) return;
-      for (size_t c = head_dim * share / shares; c < head_dim * (share + 1) / shares; ++c) {
-        PrefetchBytes(k_next + c * k_stride, next_count * sizeof(T));
+      for (size_t c = k_rows * share / shares; c < k_rows * (share + 1) / shares; ++c) {
+        PrefetchBytes(k_next + c * k_stride, next_count * kPositionBytes);
       }
       for (size_t p = next_count * share / shares; p < next_count * (share + 1) / shares; ++p) {
         PrefetchBytes(v_next + p * v_stride, head_dim * sizeof(T));

@@ -25,7 +25,9 @@
 #define POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -113,7 +115,8 @@ POCKET_BF16_ATTR HWY_INLINE void Store4(const __m512 (&v)[4], float* HWY_RESTRIC
 
 // AttendGroup's Block in bf16; head_dim must be a multiple of 16. The
 // scratch: kp and vp kScoreBlock * head_dim / 2 pairs each, qb a bf16 row of
-// head_dim values per query row.
+// head_dim values per query row. A bf16 cache's pages already hold both
+// layouts (ops.h), so its blocks are read in place and the scratch is unused.
 struct Bf16Block {
   // Softmax weights from Exp2Coarse (1e-4 relative): they are rounded to
   // bf16 (2^-9 relative) before they multiply V.
@@ -122,6 +125,16 @@ struct Bf16Block {
   uint32_t* kp;
   uint32_t* vp;
   uint16_t* qb;
+  // The current block: K pair c / 2 of position p at k_pairs[c / 2 *
+  // k_pair_stride + p], V pair p / 2 of channel c at v_pairs[p / 2 *
+  // head_dim + c]. odd_pair: the V pair whose second position lies past the
+  // block (read in place, that half is whatever the page holds there), or
+  // none.
+  static constexpr size_t kNoPair = ~size_t{0};
+  const uint32_t* k_pairs = nullptr;
+  size_t k_pair_stride = kScoreBlock;
+  const uint32_t* v_pairs = nullptr;
+  size_t odd_pair = kNoPair;
 
   // The rows' queries in bf16, once per call of AttendGroup.
   POCKET_BF16_ATTR void PrepareRows(size_t rows, size_t head_dim) {
@@ -136,6 +149,21 @@ struct Bf16Block {
   POCKET_BF16_ATTR void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
                               const T* HWY_RESTRICT v_block, size_t v_stride, size_t count,
                               size_t padded, size_t head_dim) {
+    if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+      // In place: k_stride counts the elements between K's pairs of channels.
+      (void)v_stride;
+      (void)padded;
+      (void)head_dim;
+      k_pairs = reinterpret_cast<const uint32_t*>(k_block);
+      k_pair_stride = k_stride / 2;
+      v_pairs = reinterpret_cast<const uint32_t*>(v_block);
+      odd_pair = count % 2 != 0 ? count / 2 : kNoPair;
+      return;
+    }
+    k_pairs = kp;
+    k_pair_stride = kScoreBlock;
+    v_pairs = vp;
+    odd_pair = kNoPair;
     for (size_t c = 0; c < head_dim; c += 2) {
       const T* even = k_block + c * k_stride;
       const T* odd = even + k_stride;
@@ -171,7 +199,7 @@ struct Bf16Block {
       for (size_t r = 0; r < kRows; ++r) {
         for (size_t i = 0; i < 4; ++i) acc[r][i] = _mm512_setzero_ps();
       }
-      for (size_t c = 0; c < pairs; ++c) DotStep(kp + c * kScoreBlock + p, q, c, acc);
+      for (size_t c = 0; c < pairs; ++c) DotStep(k_pairs + c * k_pair_stride + p, q, c, acc);
       for (size_t r = 0; r < kRows; ++r) Store4(acc[r], scores[r] + p);
     }
     // A block's last positions: one vector per row, its channel pairs split
@@ -180,8 +208,8 @@ struct Bf16Block {
       for (size_t r = 0; r < kRows; ++r) {
         __m512 a0 = _mm512_setzero_ps(), a1 = a0;
         for (size_t c = 0; c < pairs; c += 2) {
-          a0 = Dot(a0, _mm512_loadu_si512(kp + c * kScoreBlock + p), BroadcastPair(q[r], c));
-          a1 = Dot(a1, _mm512_loadu_si512(kp + (c + 1) * kScoreBlock + p),
+          a0 = Dot(a0, _mm512_loadu_si512(k_pairs + c * k_pair_stride + p), BroadcastPair(q[r], c));
+          a1 = Dot(a1, _mm512_loadu_si512(k_pairs + (c + 1) * k_pair_stride + p),
                    BroadcastPair(q[r], c + 1));
         }
         _mm512_storeu_ps(scores[r] + p, _mm512_add_ps(a0, a1));
@@ -202,19 +230,32 @@ struct Bf16Block {
       weights[r] = wb[r];
     }
     const size_t pairs = (count + 1) / 2;
+    // A pair with one position of the block, read in place: its other half
+    // may hold anything (0 * NaN is NaN), so it is cleared. (count may stop
+    // short of the block for a row's last block in a prompt.)
+    const size_t whole = std::min(pairs, odd_pair);
+    const __m512i even_half = _mm512_set1_epi32(0xFFFF);
+    const auto v_at = [&](size_t p, size_t c) {
+      const __m512i v = _mm512_loadu_si512(v_pairs + p * head_dim + c);
+      return p < whole ? v : _mm512_and_si512(v, even_half);
+    };
     size_t c = 0;
     for (; c + 64 <= head_dim; c += 64) {
       __m512 acc[kRows][4];
       for (size_t r = 0; r < kRows; ++r) Load4(out[r] + c, acc[r]);
-      for (size_t p = 0; p < pairs; ++p) DotStep(vp + p * head_dim + c, weights, p, acc);
+      for (size_t p = 0; p < whole; ++p) DotStep(v_pairs + p * head_dim + c, weights, p, acc);
+      if (whole < pairs) {
+        for (size_t r = 0; r < kRows; ++r) {
+          const __m512bh b = BroadcastPair(weights[r], whole);
+          for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(acc[r][i], v_at(whole, c + 16 * i), b);
+        }
+      }
       for (size_t r = 0; r < kRows; ++r) Store4(acc[r], out[r] + c);
     }
     for (; c < head_dim; c += 16) {  // head sizes that are not 64 channels
       for (size_t r = 0; r < kRows; ++r) {
         __m512 a = _mm512_loadu_ps(out[r] + c);
-        for (size_t p = 0; p < pairs; ++p) {
-          a = Dot(a, _mm512_loadu_si512(vp + p * head_dim + c), BroadcastPair(wb[r], p));
-        }
+        for (size_t p = 0; p < pairs; ++p) a = Dot(a, v_at(p, c), BroadcastPair(wb[r], p));
         _mm512_storeu_ps(out[r] + c, a);
       }
     }

@@ -6,13 +6,30 @@
 
 namespace pocket {
 
+// AddressSanitizer puts red zones around each allocation, so pages allocated
+// one by one catch a kernel reading past its page; in one range it would
+// read the next page unnoticed.
+#if defined(__SANITIZE_ADDRESS__)
+#define POCKET_KV_PAGES_ONE_BY_ONE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POCKET_KV_PAGES_ONE_BY_ONE 1
+#endif
+#endif
+#ifndef POCKET_KV_PAGES_ONE_BY_ONE
+#define POCKET_KV_PAGES_ONE_BY_ONE 0
+#endif
+
 namespace {
 // Pages start on a cache line so SIMD loads of a row never straddle two.
 constexpr size_t kPageAlignment = 64;
 
+size_t RoundToAlignment(size_t bytes) {
+  return (bytes + kPageAlignment - 1) / kPageAlignment * kPageAlignment;
+}
+
 void* AllocPage(size_t bytes) {
-  const size_t rounded = (bytes + kPageAlignment - 1) / kPageAlignment * kPageAlignment;
-  return std::aligned_alloc(kPageAlignment, rounded);
+  return std::aligned_alloc(kPageAlignment, RoundToAlignment(bytes));
 }
 }  // namespace
 
@@ -29,7 +46,16 @@ KvCache::KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, c
     layer.page_bytes = row * page_tokens_;
     page_bytes_ += 2 * layer.page_bytes;
     row_bytes_ += 2 * row;
+    if (layer.row_elems == 0) continue;
+    layer.arena_offset = arena_stride_;
+    arena_stride_ += 2 * RoundToAlignment(layer.page_bytes);
   }
+#if !POCKET_KV_PAGES_ONE_BY_ONE
+  if (arena_stride_ != 0 && max_pages_ <= SIZE_MAX / arena_stride_) {
+    auto arena = HugePageBuffer::Allocate(max_pages_ * arena_stride_);
+    if (arena.ok()) arena_ = std::move(*arena);
+  }
+#endif
 }
 
 KvCache::~KvCache() { FreeFrom(0); }
@@ -44,6 +70,12 @@ Status KvCache::Reserve(size_t n_tokens) {
   while (pages_ < need) {
     for (Layer& layer : layers_) {
       if (layer.row_elems == 0) continue;
+      if (arena_ != nullptr) {
+        uint8_t* k = arena_->data() + pages_ * arena_stride_ + layer.arena_offset;
+        layer.k.push_back(k);
+        layer.v.push_back(k + RoundToAlignment(layer.page_bytes));
+        continue;
+      }
       void* k = AllocPage(layer.page_bytes);
       void* v = AllocPage(layer.page_bytes);
       if (k == nullptr || v == nullptr) {
@@ -135,10 +167,15 @@ void KvCache::Read(size_t n_tokens, const uint8_t* data) {
 }
 
 void KvCache::FreeFrom(size_t first_page) {
+  if (arena_ != nullptr && pages_ > first_page) {
+    arena_->Release(first_page * arena_stride_, (pages_ - first_page) * arena_stride_);
+  }
   for (Layer& layer : layers_) {
     while (layer.k.size() > first_page) {
-      std::free(layer.k.back());
-      std::free(layer.v.back());
+      if (arena_ == nullptr) {
+        std::free(layer.k.back());
+        std::free(layer.v.back());
+      }
       layer.k.pop_back();
       layer.v.pop_back();
     }

@@ -146,4 +146,13 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   return model;
 }
 
+cpu::KvType Model::default_kv_type() const {
+#ifdef POCKET_WITH_OPENCL
+  if (opencl_ != nullptr) return cpu::KvType::kF16;
+#endif
+  return attention_math_ == cpu::AttentionMath::kBf16 && cpu::AttentionBf16Available()
+             ? cpu::KvType::kBf16
+             : cpu::KvType::kF16;
+}
+
 }  // namespace pocket

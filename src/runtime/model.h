@@ -72,6 +72,11 @@ class Model {
   // model with plain weights keeps f32 maths throughout), and then only
   // where cpu::AttentionBf16Available().
   cpu::AttentionMath attention_math() const { return attention_math_; }
+  // The KV cache type sessions get unless they ask for one: bf16 where
+  // attention multiplies in bf16 on this CPU (cpu::AttentionBf16Available()),
+  // since it rounds f16 rows to bf16 anyway and reads bf16 pages in place
+  // (backends/cpu/ops.h), and on the CPU backend only; f16 elsewhere.
+  cpu::KvType default_kv_type() const;
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h):
   // what decode reads per token, also when they were copied to huge pages.
   size_t weight_bytes() const { return weight_bytes_; }

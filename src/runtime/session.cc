@@ -29,19 +29,35 @@ Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
                                                    const SessionOptions& options) {
+  if (options.kv_type == cpu::KvType::kBf16) {
+    const size_t page_tokens =
+        options.kv_page_tokens == 0 ? KvCache::kDefaultPageTokens : options.kv_page_tokens;
+    if (page_tokens % 16 != 0) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "a bf16 KV cache needs pages of a multiple of 16 tokens, not %zu", page_tokens);
+    }
+#ifdef POCKET_WITH_OPENCL
+    if (model->opencl() != nullptr) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "the OpenCL backend keeps its KV cache in f16, f32 or q8, not bf16; choose "
+                    "one of those (--kv f16)");
+    }
+#endif
+  }
   auto session = std::make_unique<Session>(model, options);
   if (session->max_tokens() == 0) {
     const Fixed f = session->FixedBytes(LogitsMode::kLast, 1);
     const size_t page = session->kv_.page_bytes();
+    const size_t slack = session->kv_.commit_slack();
     return Errorf(StatusCode::kBudgetExceeded,
                   "memory budget of %.0f MiB is too small for this model: weights %.1f MiB + "
                   "model %.1f MiB + scratch %.1f MiB + logits %.1f MiB = %.1f MiB before any KV "
-                  "cache, which takes "
-                  "%.2f MiB per page of %zu tokens; raise the budget to at least %.0f MiB (or 0 "
+                  "cache, which takes %.2f MiB per page of %zu tokens plus up to %.0f MiB the OS "
+                  "commits with its last huge page; raise the budget to at least %.0f MiB (or 0 "
                   "for unlimited)",
                   MiB(options.budget_bytes), MiB(f.weights), MiB(f.model), MiB(f.scratch),
-                  MiB(f.logits), MiB(f.total()), MiB(page), session->kv_.page_tokens(),
-                  static_cast<double>((f.total() + page + kMiB - 1) / kMiB));
+                  MiB(f.logits), MiB(f.total()), MiB(page), session->kv_.page_tokens(), MiB(slack),
+                  static_cast<double>((f.total() + page + slack + kMiB - 1) / kMiB));
   }
   const size_t window = session->options_.sink_tokens + session->options_.prefill_chunk;
   if (options.kv_policy == KvPolicy::kSlide && session->max_tokens() < window) {
@@ -76,7 +92,7 @@ Session::Fixed Session::FixedBytes(LogitsMode mode, size_t n) const {
 size_t Session::TokenLimit(LogitsMode mode, size_t n) const {
   const size_t context = this->context();
   if (options_.budget_bytes == 0) return context;
-  const size_t fixed = FixedBytes(mode, n).total();
+  const size_t fixed = FixedBytes(mode, n).total() + kv_.commit_slack();
   if (fixed >= options_.budget_bytes) return 0;
   const size_t pages = (options_.budget_bytes - fixed) / kv_.page_bytes();
   return std::min(context, pages * kv_.page_tokens());

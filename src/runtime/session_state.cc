@@ -102,7 +102,7 @@ std::string Header(const Model& model, cpu::KvType type) {
 
 // The name of a KV type read from an untrusted state file.
 const char* StoredKvTypeName(uint32_t type) {
-  return type <= static_cast<uint32_t>(cpu::KvType::kQ8)
+  return type <= static_cast<uint32_t>(cpu::KvType::kBf16)
              ? cpu::KvTypeName(static_cast<cpu::KvType>(type))
              : "unknown";
 }

@@ -211,8 +211,9 @@ int main(int argc, char** argv) {
     CHECK(pocket_session_new(model, &opts, &q8) == POCKET_BUDGET_EXCEEDED && q8 == NULL);
     CHECK(strstr(pocket_last_error(), "too small") != NULL);
     opts.budget_bytes = 0;
-    opts.kv_type = 3;
+    opts.kv_type = 5;
     CHECK(pocket_session_new(model, &opts, &q8) == POCKET_INVALID_ARGUMENT);
+    CHECK(strstr(pocket_last_error(), "3 (bf16) or 4 (f16)") != NULL);
     opts.kv_type = 2;
     opts.kv_policy = 1;
     CHECK(pocket_session_new(model, &opts, &q8) == POCKET_OK);

@@ -14,6 +14,7 @@
 #include "backends/cpu/reference_ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops_test_util.h"
+#include "util/fp16.h"
 
 namespace pocket::cpu {
 namespace {
@@ -21,12 +22,14 @@ namespace {
 using testing::ForEachTarget;
 using testing::RandomFloats;
 
-// A paged cache with its own storage.
+// A paged cache with its own storage. Slots not yet written hold all-ones
+// bytes (NaN in f32, f16 and bf16), as uninitialized pages may: attention
+// must never let one reach an output.
 struct TestCache {
   TestCache(KvType type, size_t page_tokens, size_t row_stride, size_t capacity, size_t head_dim) {
     const size_t pages = (capacity + page_tokens - 1) / page_tokens;
-    storage.assign(2 * pages,
-                   std::vector<uint8_t>(page_tokens * KvRowBytes(type, row_stride, head_dim), 0));
+    storage.assign(2 * pages, std::vector<uint8_t>(
+                                  page_tokens * KvRowBytes(type, row_stride, head_dim), 0xFF));
     for (size_t p = 0; p < pages; ++p) {
       k_pages.push_back(storage[p].data());
       v_pages.push_back(storage[pages + p].data());
@@ -43,9 +46,7 @@ struct TestCache {
   KvView view;
 };
 
-const char* TypeName(KvType type) {
-  return type == KvType::kF32 ? "f32" : type == KvType::kF16 ? "f16" : "q8";
-}
+const char* TypeName(KvType type) { return KvTypeName(type); }
 
 struct Case {
   KvType type;
@@ -143,6 +144,17 @@ TEST(AttentionTest, MatchesReference) {
       // vector holds later positions up to 120 above its own (causally
       // masked: they must not raise its max, or its weights underflow).
       {KvType::kF16, 64, 0, 40, 4, 2, 64, 1.0f},
+      // bf16 pages (pairs of K channels, pairs of V positions) read in
+      // place: blocks that end on an odd position (101 positions, 74, 303),
+      // pages of 16 to 64 tokens, an even head that is not a multiple of 16
+      // (18: widened for the f32 products), and climbing scores.
+      {KvType::kBf16, 16, 0, 1, 4, 4, 64},
+      {KvType::kBf16, 16, 100, 1, 14, 2, 64},
+      {KvType::kBf16, 32, 4, 70, 7, 1, 32},
+      {KvType::kBf16, 16, 13, 4, 7, 1, 18},
+      {KvType::kBf16, 64, 150, 40, 14, 2, 64},
+      {KvType::kBf16, 48, 300, 3, 4, 2, 16, 0.02f},
+      {KvType::kBf16, 64, 0, 40, 4, 2, 64, 1.0f},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
   for (const Case& c : cases) CheckAttention(c, nullptr, rng, AttentionMath::kBf16);
@@ -165,6 +177,10 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kF16, 64, 90, 50, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
     CheckAttention({KvType::kF16, 64, 700, 1, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
     CheckAttention({KvType::kF32, 16, 1000, 3, 8, 1, 32}, &pool, rng, AttentionMath::kBf16);
+    CheckAttention({KvType::kBf16, 16, 37, 5, 14, 2, 64}, &pool, rng);
+    CheckAttention({KvType::kBf16, 64, 701, 1, 14, 2, 64}, &pool, rng);
+    CheckAttention({KvType::kBf16, 64, 701, 1, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
+    CheckAttention({KvType::kBf16, 64, 90, 51, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
   }
 }
 
@@ -234,6 +250,28 @@ TEST(AttentionTest, Q8RowsDecodeWithinHalfAStep) {
   }
 }
 
+// Rows of 71 values (vector conversions and their scalar tails) with
+// specials[] at every fifth value, stored by KvAppend on every target into
+// pages of page_tokens: the cache bytes must equal the reference's. Returns
+// the K rows (V is them reversed).
+constexpr size_t kRowOf71 = 71;
+std::vector<float> StoresRowsAsTheReference(KvType type, const float* specials, size_t n_specials,
+                                            size_t tokens, size_t page_tokens, uint32_t seed) {
+  constexpr size_t kRow = kRowOf71;
+  std::mt19937 rng(seed);
+  std::vector<float> k = RandomFloats(tokens * kRow, rng, -3.0f, 3.0f);
+  for (size_t i = 0; i < tokens * kRow; i += 5) k[i] = specials[i / 5 % n_specials];
+  const std::vector<float> v(k.rbegin(), k.rend());
+  TestCache expected(type, page_tokens, kRow, tokens, kRow);
+  reference::KvAppend(expected.view, 0, k.data(), v.data(), tokens);
+  ForEachTarget([&] {
+    TestCache cache(type, page_tokens, kRow, tokens, kRow);
+    KvAppend(cache.view, 0, k.data(), v.data(), tokens);
+    EXPECT_EQ(cache.storage, expected.storage);
+  });
+  return k;
+}
+
 TEST(AttentionTest, F16RowsRoundToNearestEvenOnEveryTarget) {
   // Halfway cases, the largest half and the first value past it, subnormal
   // halves and the tie below the smallest one, signed zeros and infinities,
@@ -255,29 +293,59 @@ TEST(AttentionTest, F16RowsRoundToNearestEvenOnEveryTarget) {
                             -0.0f,
                             INFINITY,
                             -INFINITY};
-  constexpr size_t kRow = 71;
-  std::mt19937 rng(34);
-  std::vector<float> k = RandomFloats(2 * kRow, rng, -3.0f, 3.0f);
-  for (size_t i = 0; i < 2 * kRow; i += 5) k[i] = specials[i / 5 % std::size(specials)];
-  const std::vector<float> v(k.rbegin(), k.rend());
-  TestCache expected(KvType::kF16, 4, kRow, 2, kRow);
-  reference::KvAppend(expected.view, 0, k.data(), v.data(), 2);
+  StoresRowsAsTheReference(KvType::kF16, specials, std::size(specials), 2, 4, 34);
+}
+
+TEST(AttentionTest, Bf16RowsRoundToNearestEvenOnEveryTarget) {
+  // Ties that round down and up, the largest bf16 and the first value that
+  // rounds past it to infinity, f32 subnormals, signed zeros, infinities and
+  // a NaN, through the vector rounding and its scalar tail (71 values per
+  // row: an odd last K channel with no partner, and 3 slots per page: an odd
+  // last V slot). Expected: the reference's F32ToBF16 (fp16_test.cc).
+  const float specials[] = {1.0f + 0x1p-8f,
+                            1.0f + 0x3p-8f,
+                            -1.0f - 0x1p-8f,
+                            0x1.FEp127f,
+                            0x1.FFp127f,
+                            0x1.FF7FFEp127f,
+                            0x1p-140f,
+                            0x1.01p-133f,
+                            0.0f,
+                            -0.0f,
+                            INFINITY,
+                            -INFINITY,
+                            NAN};
+  const std::vector<float> k =
+      StoresRowsAsTheReference(KvType::kBf16, specials, std::size(specials), 3, 3, 37);
   ForEachTarget([&] {
-    TestCache cache(KvType::kF16, 4, kRow, 2, kRow);
-    KvAppend(cache.view, 0, k.data(), v.data(), 2);
-    EXPECT_EQ(cache.storage, expected.storage);
+    TestCache cache(KvType::kBf16, 3, kRowOf71, 3, kRowOf71);
+    KvAppend(cache.view, 0, k.data(), k.data(), 3);
+    // Read back in element order, each value is its bf16 rounding.
+    constexpr size_t kRow = kRowOf71;
+    std::vector<float> row(kRow);
+    for (size_t t = 0; t < 3; ++t) {
+      KvRowToF32(cache.view, cache.view.k_pages, t, row.data());
+      for (size_t i = 0; i < kRow; ++i) {
+        const float want = BF16ToF32(F32ToBF16(k[t * kRow + i]));
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(row[i])) << t << " " << i;
+        } else {
+          EXPECT_EQ(row[i], want) << t << " " << i;
+        }
+      }
+    }
   });
 }
 
 TEST(AttentionTest, RowBytesRoundTrip) {
-  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8, KvType::kBf16}) {
     SCOPED_TRACE(TypeName(type));
     TestCache a(type, 4, 16, 9, 8), b(type, 4, 16, 9, 8);
     std::mt19937 rng(35);
     const std::vector<float> k = RandomFloats(9 * 16, rng), v = RandomFloats(9 * 16, rng);
     KvAppend(a.view, 0, k.data(), v.data(), 9);
     std::vector<uint8_t> bytes(KvRowBytes(type, 16, 8));
-    EXPECT_EQ(bytes.size(), type == KvType::kF32 ? 64u : type == KvType::kF16 ? 32u : 20u);
+    EXPECT_EQ(bytes.size(), type == KvType::kF32 ? 64u : type == KvType::kQ8 ? 20u : 32u);
     for (size_t t = 0; t < 9; ++t) {
       KvReadRow(a.view, a.view.k_pages, t, bytes.data());
       KvWriteRow(b.view, b.view.k_pages, t, bytes.data());
@@ -290,7 +358,7 @@ TEST(AttentionTest, RowBytesRoundTrip) {
 
 TEST(AttentionTest, ShiftMatchesReference) {
   std::mt19937 rng(36);
-  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8, KvType::kBf16}) {
     for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
       SCOPED_TRACE(TypeName(type));
       const size_t head_dim = 16, stride = 2 * head_dim, total = 50, dst = 4, src = 21;
@@ -312,8 +380,11 @@ TEST(AttentionTest, ShiftMatchesReference) {
             KvRowToF32(expected.view, is_k ? expected.view.k_pages : expected.view.v_pages, t,
                        want.data());
             // Kernel and reference rotate in f32 with different rounding; a
-            // q8 code may then round the other way (one step, <= 2/127).
-            const float tol = type == KvType::kQ8 ? 2.0f * 2.9f / 127.0f : 4e-3f;
+            // q8 code may then round the other way (one step, <= 2/127), a
+            // bf16 value by one unit (2^-7 relative, |k| < 2.9).
+            const float tol = type == KvType::kQ8     ? 2.0f * 2.9f / 127.0f
+                              : type == KvType::kBf16 ? 2.9f / 128.0f
+                                                      : 4e-3f;
             for (size_t i = 0; i < stride; ++i) {
               ASSERT_NEAR(got[i], want[i], tol) << "t=" << t << " i=" << i << " K=" << is_k;
             }

@@ -49,9 +49,10 @@ TEST_P(GoldenGreedyTest, ReproducesRunC) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, GoldenGreedyTest,
-                         ::testing::Values(cpu::KvType::kF16, cpu::KvType::kF32),
+                         ::testing::Values(cpu::KvType::kF16, cpu::KvType::kF32,
+                                           cpu::KvType::kBf16),
                          [](const ::testing::TestParamInfo<cpu::KvType>& info) {
-                           return std::string(info.param == cpu::KvType::kF16 ? "F16" : "F32");
+                           return std::string(cpu::KvTypeName(info.param));
                          });
 
 }  // namespace

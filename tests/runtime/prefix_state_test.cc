@@ -138,7 +138,8 @@ std::string TempPath(const std::string& name) {
 TEST(StateTest, SaveLoadRoundTripsToIdenticalLogits) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
-  for (cpu::KvType type : {cpu::KvType::kF16, cpu::KvType::kQ8, cpu::KvType::kF32}) {
+  for (cpu::KvType type :
+       {cpu::KvType::kF16, cpu::KvType::kQ8, cpu::KvType::kF32, cpu::KvType::kBf16}) {
     SessionOptions options;
     options.kv_type = type;
     Session a(model, options);

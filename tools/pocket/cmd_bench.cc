@@ -142,7 +142,7 @@ int CmdBench(int argc, char** argv) {
   const std::string math = args.Get("--quant-math", "int8");
   const double rss_before_load = CurrentRssMib();
   LoadedModel loaded;
-  int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);
+  int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
   if (rc != kExitOk) return rc;
   const Model& model = *loaded.model;
   const ModelConfig& config = model.config();

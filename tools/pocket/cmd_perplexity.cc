@@ -64,7 +64,7 @@ int CmdPerplexity(int argc, char** argv) {
   buffer << in.rdbuf();
 
   LoadedModel loaded;
-  int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);
+  int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
   if (rc != kExitOk) return rc;
   const Model& model = *loaded.model;
   const ModelConfig& config = model.config();

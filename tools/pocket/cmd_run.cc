@@ -52,7 +52,7 @@ int CmdRun(int argc, char** argv) {
     return kExitUsage;
   }
   LoadedModel loaded;
-  int rc = LoadModelFromArgs(args, cpu::KvType::kF16, &loaded);
+  int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
   if (rc != kExitOk) return rc;
   GenerateOptions options;
   rc = GenerateOptionsFromArgs(args, argc, argv, loaded.model->config(), &options);

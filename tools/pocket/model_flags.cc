@@ -27,8 +27,9 @@ std::vector<std::string> SamplingValueFlags() {
 const char kModelFlagsHelp[] =
     "  -m, --model FILE      the .pocket model (required)\n"
     "  -t, --threads N       compute threads (default: all cores)\n"
-    "  --kv f16|q8|f32       KV cache element type (default f16; q8 holds about\n"
-    "                        twice the tokens, f32 is for debugging)\n"
+    "  --kv f16|bf16|q8|f32  KV cache element type (default bf16 where attention\n"
+    "                        multiplies in bf16 (AVX512_BF16), else f16; q8 holds\n"
+    "                        about twice the tokens, f32 is for debugging)\n"
     "  --backend cpu|opencl  compute backend (default cpu; opencl in builds with it)\n"
     "  --quant-math int8|f32 q4/q8 weights on the CPU: int8 activations (default,\n"
     "                        fast) or f32 (the reference-accurate path, slower)\n"
@@ -53,7 +54,7 @@ const char kSamplingFlagsHelp[] =
     "  --stop STR            stop when STR appears (not printed); repeatable\n"
     "  --ignore-eos          do not stop at end-of-sequence tokens\n";
 
-int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
+int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedModel* out) {
   const std::string path = args.Get("-m");
   if (path.empty()) {
     std::fprintf(stderr, "error: -m FILE is required (see --help)\n");
@@ -81,7 +82,6 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
     return kExitUsage;
   }
   out->session = SessionOptions();
-  out->session.kv_type = default_kv;
   out->session.budget_bytes = static_cast<size_t>(budget) * kMiB;
   out->session.kv_policy = policy == "slide" ? KvPolicy::kSlide : KvPolicy::kError;
   if (args.Has("--kv")) {
@@ -92,8 +92,11 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
       out->session.kv_type = cpu::KvType::kQ8;
     } else if (kv == "f32") {
       out->session.kv_type = cpu::KvType::kF32;
+    } else if (kv == "bf16") {
+      out->session.kv_type = cpu::KvType::kBf16;
     } else {
-      std::fprintf(stderr, "error: --kv '%s' is not supported; use f16, q8 or f32\n", kv.c_str());
+      std::fprintf(stderr, "error: --kv '%s' is not supported; use f16, bf16, q8 or f32\n",
+                   kv.c_str());
       return kExitUsage;
     }
   }
@@ -117,6 +120,7 @@ int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out) {
   out->load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out->model = std::move(model).value();
+  if (!args.Has("--kv")) out->session.kv_type = default_kv.value_or(out->model->default_kv_type());
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,13 +24,14 @@ extern const char kModelFlagsHelp[];
 extern const char kSamplingFlagsHelp[];
 
 // Reads the model flags. Returns an exit code (kExitOk on success) and
-// prints the error to stderr otherwise.
+// prints the error to stderr otherwise. Without --kv the session gets
+// default_kv, or when that is empty the model's default_kv_type().
 struct LoadedModel {
   std::unique_ptr<Model> model;
   SessionOptions session;
   double load_ms = 0;
 };
-int LoadModelFromArgs(Args& args, cpu::KvType default_kv, LoadedModel* out);
+int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedModel* out);
 // A session with the flags' options; a budget too small for the model
 // prints the error and returns kExitError.
 int NewSession(const LoadedModel& loaded, std::unique_ptr<Session>* out);

@@ -48,6 +48,30 @@ void ToF16Kernel(const float* HWY_RESTRICT x, size_t n, uint16_t* HWY_RESTRICT o
   for (; i < n; ++i) out[i] = F32ToF16(x[i]);
 }
 
+// x[0, n) rounded to bf16, nearest even, as F32ToBF16 (util/fp16.h): f32's
+// upper half after adding 0x7FFF plus the lowest kept bit; a NaN keeps its
+// upper half with the quiet bit set.
+void ToBf16Kernel(const float* HWY_RESTRICT x, size_t n, uint16_t* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint16_t, decltype(df)> du16;
+  const size_t N = hn::Lanes(du);
+  const auto bias = hn::Set(du, 0x7FFFu), one = hn::Set(du, 1u), quiet = hn::Set(du, 0x40u);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(df, x + i);
+    const auto bits = hn::BitCast(du, v);
+    const auto upper = hn::ShiftRight<16>(bits);
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(bits, bias), hn::And(upper, one)));
+    const auto nan = hn::RebindMask(du, hn::IsNaN(v));
+    // Halves as int32 (all below 2^16): Highway demotes those to uint16.
+    const auto halves = hn::BitCast(di, hn::IfThenElse(nan, hn::Or(upper, quiet), rounded));
+    hn::StoreU(hn::DemoteTo(du16, halves), du16, out + i);
+  }
+  for (; i < n; ++i) out[i] = F32ToBF16(x[i]);
+}
+
 // One q8 head row: codes[n] = x[n] / scale rounded to nearest even and
 // clamped to [-127, 127], scale = max|x| / 127 as stored (f16, whose bits
 // it returns), so that decoding reproduces the nearest code of every value.
@@ -112,6 +136,9 @@ void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* co
   if (kv.type == KvType::kF32) {
     AttendGroupAs<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
                          normalize, bf16, kb, vb, qb, max, sum);
+  } else if (kv.type == KvType::kBf16) {
+    AttendGroupAs<hwy::bfloat16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
+                                   begin, end, normalize, bf16, kb, vb, qb, max, sum);
   } else if (kv.type == KvType::kQ8) {
     AttendGroupAs<int8_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
                           normalize, bf16, kb, vb, qb, max, sum);
@@ -132,6 +159,7 @@ HWY_EXPORT(HadamardKernel);
 HWY_EXPORT(QuantizeQ8Kernel);
 HWY_EXPORT(AttentionBf16Compiled);
 HWY_EXPORT(ToF16Kernel);
+HWY_EXPORT(ToBf16Kernel);
 
 namespace {
 
@@ -154,7 +182,9 @@ bool CpuHasBf16Dot() {
 #endif
 }
 
-size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
+size_t ElemBytes(KvType type) {
+  return type == KvType::kF32 ? 4 : type == KvType::kF16 || type == KvType::kBf16 ? 2 : 1;
+}
 
 // attention-inl.h's transform, for rotated q8 rows, queries and outputs.
 void HadamardRow(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(HadamardKernel)(x, n); }
@@ -168,8 +198,13 @@ uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 // Calls f(i, address of element i) for every value of row t, one kv head at
 // a time with a fixed step, so the layout is resolved once per head rather
 // than once per value (KvAppend runs this for every token of a prefill).
+// bf16's pair layouts have no fixed step: each value is located on its own.
 template <typename F>
 void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
+  if (kv.type == KvType::kBf16) {
+    for (size_t i = 0; i < kv.row_stride; ++i) f(i, ElemAt(kv, pages, t, i));
+    return;
+  }
   const size_t head = KvHeadSize(kv);
   const size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
   for (size_t h0 = 0; h0 < kv.row_stride; h0 += head) {
@@ -190,10 +225,15 @@ void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
     case KvType::kF32:
       ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(at, x + i, 4); });
       return;
-    case KvType::kF16: {
+    case KvType::kF16:
+    case KvType::kBf16: {
       thread_local std::vector<uint16_t> halves;
       halves.resize(kv.row_stride);
-      HWY_DYNAMIC_DISPATCH(ToF16Kernel)(x, kv.row_stride, halves.data());
+      if (kv.type == KvType::kF16) {
+        HWY_DYNAMIC_DISPATCH(ToF16Kernel)(x, kv.row_stride, halves.data());
+      } else {
+        HWY_DYNAMIC_DISPATCH(ToBf16Kernel)(x, kv.row_stride, halves.data());
+      }
       ForEachValue(kv, pages, t,
                    [&](size_t i, uint8_t* at) { std::memcpy(at, halves.data() + i, 2); });
       return;
@@ -251,10 +291,11 @@ void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out) {
       ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) { std::memcpy(out + i, at, 4); });
       return;
     case KvType::kF16:
+    case KvType::kBf16:
       ForEachValue(kv, pages, t, [&](size_t i, uint8_t* at) {
         uint16_t h;
         std::memcpy(&h, at, 2);
-        out[i] = F16ToF32(h);
+        out[i] = kv.type == KvType::kF16 ? F16ToF32(h) : BF16ToF32(h);
       });
       return;
     case KvType::kQ8: {
@@ -454,7 +495,9 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
                AttentionMath math) {
   if (q == nullptr || out == nullptr || n == 0 || n_heads == 0 || n_kv_heads == 0 ||
       n_heads % n_kv_heads != 0 || kv.page_tokens == 0 ||
-      (kv.head_dim != head_dim && (kv.type == KvType::kQ8 || kv.head_dim != 0))) {
+      (kv.type == KvType::kBf16 && (kv.page_tokens % 16 != 0 || head_dim % 2 != 0)) ||
+      (kv.head_dim != head_dim &&
+       (kv.type == KvType::kQ8 || kv.type == KvType::kBf16 || kv.head_dim != 0))) {
     return;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));

@@ -39,6 +39,17 @@ struct WeightView {
 // contiguous run (head_dim 0 counts as row_stride: one head). KvElemIndex
 // gives both. Elements are f32, f16 or (q8) int8 codes.
 //
+// bf16 pages hold the operands of the bf16 attention products
+// (attention_bf16-inl.h) as they are, so that attention reads them in place
+// instead of converting every block: K is channel-major by pairs of channels,
+// element i of slot j at (i & ~1) * page_tokens + 2 j + (i & 1) (one 32-bit
+// word holds channels i and i + 1 of a position); V is head-major by pairs
+// of positions, channel c of head h in slot j at h * page_tokens * head_dim
+// + (j & ~1) * head_dim + 2 c + (j & 1) (one word holds slots j and j + 1 of
+// a channel). An odd last channel or slot has no partner and takes one
+// element per position or channel. Attention needs page_tokens to be a
+// multiple of 16 with bf16 (whole vectors of positions lie in one page).
+//
 // q8 pages hold, after the codes of all the page's tokens, one f16 scale per
 // (kv head, token), head-major: the scale of head h of the token in slot j is
 // f16 number h * page_tokens + j, so a block of positions' scales is one run.
@@ -51,8 +62,8 @@ struct WeightView {
 // spread over the whole row and no longer set the step for the small ones.
 // Dot products are unchanged by H, so attention rotates the query instead of
 // every row, and its output once at the end. Other head_dims store x itself.
-enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
-// "f32", "f16", "q8" (the --kv flag's spelling); "unknown" otherwise.
+enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2, kBf16 = 3 };
+// "f32", "f16", "q8", "bf16" (the --kv flag's spelling); "unknown" otherwise.
 inline const char* KvTypeName(KvType type) {
   switch (type) {
     case KvType::kF32:
@@ -61,6 +72,8 @@ inline const char* KvTypeName(KvType type) {
       return "f16";
     case KvType::kQ8:
       return "q8";
+    case KvType::kBf16:
+      return "bf16";
   }
   return "unknown";
 }
@@ -89,14 +102,24 @@ inline size_t KvHeadSize(const KvView& kv) {
 // The element of `pages` (kv.k_pages or kv.v_pages) that holds element i of
 // the row of the token in slot j of its page (layouts above).
 inline size_t KvElemIndex(const KvView& kv, void* const* pages, size_t j, size_t i) {
-  if (pages == kv.k_pages) return i * kv.page_tokens + j;
   const size_t head = KvHeadSize(kv);
+  if (kv.type == KvType::kBf16) {
+    if (pages == kv.k_pages) {
+      const size_t width = (i | 1) < kv.row_stride ? 2 : 1;  // 1: the odd last channel
+      return (i & ~size_t{1}) * kv.page_tokens + j * width + (i & 1);
+    }
+    const size_t width = (j | 1) < kv.page_tokens ? 2 : 1;  // 1: the odd last slot
+    return i / head * kv.page_tokens * head + (j & ~size_t{1}) * head + i % head * width + (j & 1);
+  }
+  if (pages == kv.k_pages) return i * kv.page_tokens + j;
   return (i / head * kv.page_tokens + j) * head + i % head;
 }
 
 // Elements between consecutive values of one kv head's row in `pages`:
-// page_tokens in channel-major K pages, 1 in V pages.
+// page_tokens in channel-major K pages, 1 in V pages. (bf16: between
+// consecutive pairs of K channels, 2 page_tokens; V pairs channels 2 apart.)
 inline size_t KvValueStride(const KvView& kv, void* const* pages) {
+  if (kv.type == KvType::kBf16) return pages == kv.k_pages ? 2 * kv.page_tokens : 2;
   return pages == kv.k_pages ? kv.page_tokens : 1;
 }
 
@@ -192,6 +215,8 @@ enum class AttentionMath : uint8_t {
 bool AttentionBf16Available();
 // Causal GQA attention: q[n, n_heads*head_dim] at positions
 // [n_past, n_past + n) over cache positions [0, n_past + n); out has q's shape.
+// q8 and bf16 caches need kv.head_dim == head_dim, bf16 also page_tokens a
+// multiple of 16 and an even head_dim; out is left as it was otherwise.
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out, ThreadPool* pool,
                AttentionMath math = AttentionMath::kF32);

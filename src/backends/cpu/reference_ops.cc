@@ -33,17 +33,26 @@ StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
                       LoadU16(meta + 2 * i), LoadU16(meta + 32 + 2 * i)};
 }
 
-size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1; }
+size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kQ8 ? 1 : 2; }
 
 // Address of element i of cache row t in a K or V page table (ops.h): K
-// channel-major, V head-major, whatever the element type.
+// channel-major, V head-major, whatever the element type; bf16 K by pairs of
+// channels and V by pairs of positions, where the partner exists.
 uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
   const size_t j = t % kv.page_tokens;
+  const size_t head_dim = kv.head_dim == 0 ? kv.row_stride : kv.head_dim;
+  const size_t head = i / head_dim, c = i % head_dim;
   size_t index = i * kv.page_tokens + j;
-  if (pages == kv.v_pages) {
-    const size_t head_dim = kv.head_dim == 0 ? kv.row_stride : kv.head_dim;
-    const size_t head = i / head_dim, c = i % head_dim;
-    index = head * kv.page_tokens * head_dim + j * head_dim + c;
+  if (pages == kv.v_pages) index = head * kv.page_tokens * head_dim + j * head_dim + c;
+  if (kv.type == KvType::kBf16 && pages == kv.k_pages) {
+    const size_t pair = i / 2;
+    const bool partnered = 2 * pair + 1 < kv.row_stride;
+    index = 2 * pair * kv.page_tokens + (partnered ? 2 * j + i % 2 : j);
+  } else if (kv.type == KvType::kBf16) {
+    const size_t pair = j / 2;
+    const bool partnered = 2 * pair + 1 < kv.page_tokens;
+    index =
+        head * kv.page_tokens * head_dim + 2 * pair * head_dim + (partnered ? 2 * c + j % 2 : c);
   }
   return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + index * KvElemBytes(kv.type);
 }
@@ -99,6 +108,8 @@ float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
     }
     case KvType::kF16:
       return F16ToF32(LoadU16(at));
+    case KvType::kBf16:
+      return BF16ToF32(LoadU16(at));
     case KvType::kQ8:
       return F16ToF32(LoadU16(KvScale(kv, pages, t, i))) *
              static_cast<float>(static_cast<int8_t>(*at));
@@ -106,8 +117,8 @@ float KvStoredAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
   return 0.0f;
 }
 
-// Stores values[row_stride] as row t: f32 as is, f16 rounded to nearest
-// even, q8 per head: x = the values (rotated: H values), scale = f16(max|x| /
+// Stores values[row_stride] as row t: f32 as is, f16 and bf16 rounded to
+// nearest even, q8 per head: x = the values (rotated: H values), scale = f16(max|x| /
 // 127), code = round(x / scale).
 void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* values) {
   std::vector<float> x(values, values + kv.row_stride);
@@ -119,8 +130,8 @@ void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* val
   for (size_t i = 0; i < kv.row_stride; ++i) {
     if (kv.type == KvType::kF32) {
       std::memcpy(KvElem(kv, pages, t, i), &x[i], 4);
-    } else if (kv.type == KvType::kF16) {
-      const uint16_t h = F32ToF16(x[i]);
+    } else if (kv.type == KvType::kF16 || kv.type == KvType::kBf16) {
+      const uint16_t h = kv.type == KvType::kF16 ? F32ToF16(x[i]) : F32ToBF16(x[i]);
       std::memcpy(KvElem(kv, pages, t, i), &h, 2);
     } else if (i % kv.head_dim == 0) {
       float amax = 0.0f;

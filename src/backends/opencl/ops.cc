@@ -77,6 +77,8 @@ size_t KvBufferBytes(cpu::KvType type, size_t tokens, size_t row_stride, size_t 
       return tokens * row_stride * 2;
     case cpu::KvType::kQ8:
       return tokens * row_stride + tokens * (row_stride / head_dim) * 2;
+    case cpu::KvType::kBf16:  // a CPU layout: sessions refuse it on OpenCL
+      break;
   }
   return 0;
 }
