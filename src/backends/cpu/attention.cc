@@ -198,15 +198,23 @@ uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 // Calls f(i, address of element i) for every value of row t, one kv head at
 // a time with a fixed step, so the layout is resolved once per head rather
 // than once per value (KvAppend runs this for every token of a prefill).
-// bf16's pair layouts have no fixed step: each value is located on its own.
+// bf16 K goes by pairs of channels, 2 page_tokens values apart; bf16 V steps
+// 2 values, or 1 in a slot without a partner (ops.h).
 template <typename F>
 void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
-  if (kv.type == KvType::kBf16) {
-    for (size_t i = 0; i < kv.row_stride; ++i) f(i, ElemAt(kv, pages, t, i));
+  size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
+  if (kv.type == KvType::kBf16 && pages == kv.k_pages) {
+    uint8_t* at = ElemAt(kv, pages, t, 0);
+    size_t i = 0;
+    for (; i + 1 < kv.row_stride; i += 2, at += step) {
+      f(i, at);
+      f(i + 1, at + 2);
+    }
+    if (i < kv.row_stride) f(i, ElemAt(kv, pages, t, i));
     return;
   }
+  if (kv.type == KvType::kBf16 && (t % kv.page_tokens | 1) >= kv.page_tokens) step = 2;
   const size_t head = KvHeadSize(kv);
-  const size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
   for (size_t h0 = 0; h0 < kv.row_stride; h0 += head) {
     uint8_t* at = ElemAt(kv, pages, t, h0);
     for (size_t c = 0; c < head; ++c, at += step) f(h0 + c, at);
