@@ -167,9 +167,6 @@ void KvCache::Read(size_t n_tokens, const uint8_t* data) {
 }
 
 void KvCache::FreeFrom(size_t first_page) {
-  if (arena_ != nullptr && pages_ > first_page) {
-    arena_->Release(first_page * arena_stride_, (pages_ - first_page) * arena_stride_);
-  }
   for (Layer& layer : layers_) {
     while (layer.k.size() > first_page) {
       if (arena_ == nullptr) {

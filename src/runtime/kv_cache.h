@@ -1,6 +1,6 @@
 // The KV cache of one session: for every layer, K and V rows stored in
 // fixed-size pages that are allocated as positions grow (never the whole
-// context up front) and returned on Truncate/Clear. All byte accounting is
+// context up front) and given back on Truncate/Clear. All byte accounting is
 // here (bytes(), BytesFor(), commit_slack()), so the session's memory budget
 // sits on top of it. Rows are f32, f16, bf16 or q8 (backends/cpu/ops.h gives
 // the page layout).
@@ -13,7 +13,10 @@
 // missed the TLB and restarted the hardware prefetchers at every 4 KiB: in
 // huge pages, attention over a 512-token prompt's decoded tokens took 18%
 // less time (docs/performance.md). The OS commits the range as it is first
-// touched, a huge page at a time. Builds with AddressSanitizer, and hosts
+// touched, a huge page at a time, and it stays committed: freed pages are
+// reused, not returned (returning them on every reset made the next prompt
+// fault and zero them again), so the process holds the most the session
+// has used, which the budget bounds. Builds with AddressSanitizer, and hosts
 // where the range cannot be reserved, allocate each page on its own.
 #pragma once
 
@@ -79,8 +82,8 @@ class KvCache {
   }
   // Bytes one more page (for every layer, K and V) costs.
   size_t page_bytes() const { return page_bytes_; }
-  // Bytes the OS may hold beyond bytes(): it commits the pages' range a huge
-  // page at a time, so the last one may be partly unused.
+  // Bytes the OS may hold beyond the most pages held so far: it commits the
+  // pages' range a huge page at a time, so the last one may be partly unused.
   size_t commit_slack() const { return arena_ != nullptr ? HugePageBuffer::kPageBytes : 0; }
 
  private:

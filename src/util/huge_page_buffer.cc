@@ -2,7 +2,6 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -34,14 +33,6 @@ StatusOr<std::unique_ptr<HugePageBuffer>> HugePageBuffer::Allocate(size_t bytes)
   (void)::madvise(data, size, MADV_HUGEPAGE);
 #endif
   return std::unique_ptr<HugePageBuffer>(new HugePageBuffer(mapping, mapping_size, data, size));
-}
-
-void HugePageBuffer::Release(size_t offset, size_t bytes) {
-  if (offset >= size_) return;
-  bytes = std::min(bytes, size_ - offset);
-  const size_t begin = (offset + kPageBytes - 1) / kPageBytes * kPageBytes;
-  const size_t end = (offset + bytes) / kPageBytes * kPageBytes;
-  if (begin < end) (void)::madvise(data_ + begin, end - begin, MADV_DONTNEED);
 }
 
 HugePageBuffer::~HugePageBuffer() { ::munmap(mapping_, mapping_size_); }

@@ -31,9 +31,6 @@ class HugePageBuffer {
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  // Returns the memory of the whole huge pages inside [offset, offset +
-  // bytes) to the OS; they read as zeros when next touched.
-  void Release(size_t offset, size_t bytes);
 
   static constexpr size_t kPageBytes = size_t{2} << 20;
 
