@@ -145,7 +145,7 @@ TEST(AttentionTest, MatchesReference) {
       // masked: they must not raise its max, or its weights underflow).
       {KvType::kF16, 64, 0, 40, 4, 2, 64, 1.0f},
       // bf16 pages (pairs of K channels, pairs of V positions) read in
-      // place: blocks that end on an odd position (101 positions, 74, 303),
+      // place: caches that end mid-pair (101, 17 and 303 positions),
       // pages of 16 to 64 tokens, an even head that is not a multiple of 16
       // (18: widened for the f32 products), and climbing scores.
       {KvType::kBf16, 16, 0, 1, 4, 4, 64},
