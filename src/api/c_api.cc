@@ -261,10 +261,10 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
   pocket::SessionOptions opts;
   opts.kv_type = model->model->default_kv_type();
   if (options != nullptr) {
-    // 0 is the model's default (bf16 or f16).
-    const pocket::cpu::KvType kTypes[] = {model->model->default_kv_type(),
-                                          pocket::cpu::KvType::kF32, pocket::cpu::KvType::kQ8,
-                                          pocket::cpu::KvType::kBf16, pocket::cpu::KvType::kF16};
+    // 0 is the model's default (bf16 or f16), set above.
+    const pocket::cpu::KvType kTypes[] = {opts.kv_type, pocket::cpu::KvType::kF32,
+                                          pocket::cpu::KvType::kQ8, pocket::cpu::KvType::kBf16,
+                                          pocket::cpu::KvType::kF16};
     if (options->kv_type < 0 || options->kv_type > 4) {
       return Fail(POCKET_INVALID_ARGUMENT,
                   "pocket_session_options.kv_type must be 0 (default), 1 (f32), 2 (q8), 3 (bf16) "

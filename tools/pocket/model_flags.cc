@@ -85,16 +85,17 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
   out->session.budget_bytes = static_cast<size_t>(budget) * kMiB;
   out->session.kv_policy = policy == "slide" ? KvPolicy::kSlide : KvPolicy::kError;
   if (args.Has("--kv")) {
+    // The flag's spellings are cpu::KvTypeName's.
     const std::string kv = args.Get("--kv");
-    if (kv == "f16") {
-      out->session.kv_type = cpu::KvType::kF16;
-    } else if (kv == "q8") {
-      out->session.kv_type = cpu::KvType::kQ8;
-    } else if (kv == "f32") {
-      out->session.kv_type = cpu::KvType::kF32;
-    } else if (kv == "bf16") {
-      out->session.kv_type = cpu::KvType::kBf16;
-    } else {
+    bool known = false;
+    for (cpu::KvType type :
+         {cpu::KvType::kF16, cpu::KvType::kBf16, cpu::KvType::kQ8, cpu::KvType::kF32}) {
+      if (kv == cpu::KvTypeName(type)) {
+        out->session.kv_type = type;
+        known = true;
+      }
+    }
+    if (!known) {
       std::fprintf(stderr, "error: --kv '%s' is not supported; use f16, bf16, q8 or f32\n",
                    kv.c_str());
       return kExitUsage;

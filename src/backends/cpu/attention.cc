@@ -182,9 +182,7 @@ bool CpuHasBf16Dot() {
 #endif
 }
 
-size_t ElemBytes(KvType type) {
-  return type == KvType::kF32 ? 4 : type == KvType::kF16 || type == KvType::kBf16 ? 2 : 1;
-}
+size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kQ8 ? 1 : 2; }
 
 // attention-inl.h's transform, for rotated q8 rows, queries and outputs.
 void HadamardRow(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(HadamardKernel)(x, n); }
