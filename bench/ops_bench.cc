@@ -6,6 +6,7 @@
 // empty ParallelFor (decode issues ~250 per token).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -192,6 +193,22 @@ void ParallelForOverhead(benchmark::State& state) {
   }
 }
 BENCHMARK(ParallelForOverhead)->ArgNames({"threads"})->Arg(2)->UseRealTime();
+
+// Eight tasks that each spin for work_ns / 4 on 2 threads: ideally work_ns
+// in all, so the rest is what a hand-off and join cost when the worker has
+// to take part. (ParallelForOverhead's empty tasks are mostly run by the
+// caller alone before the worker wakes.)
+void ParallelForBusy(benchmark::State& state) {
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  const auto spin = std::chrono::nanoseconds(state.range(0) / 4);
+  for (auto _ : state) {
+    pool.ParallelFor(8, [&](size_t task, size_t) {
+      const auto end = std::chrono::steady_clock::now() + spin;
+      while (std::chrono::steady_clock::now() < end) benchmark::DoNotOptimize(task);
+    });
+  }
+}
+BENCHMARK(ParallelForBusy)->ArgNames({"work_ns"})->Arg(1000)->Arg(4000)->UseRealTime();
 
 }  // namespace
 }  // namespace pocket::cpu

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -55,6 +56,37 @@ TEST(ThreadPoolTest, RangesAreClaimedInOrder) {
     }
     ASSERT_EQ(total, tasks);
   }
+}
+
+// Claim words count up to 2^20 - 1 tasks; a larger job runs as several, and
+// every task still runs once.
+TEST(ThreadPoolTest, JobsLargerThanAClaimWordRunEveryTaskOnce) {
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  const size_t tasks = (size_t{1} << 20) + 37;
+  std::vector<uint8_t> hits(tasks, 0);
+  pool.ParallelFor(tasks, [&](size_t task, size_t) { ++hits[task]; });
+  size_t wrong = 0;
+  for (uint8_t h : hits) wrong += h != 1;
+  EXPECT_EQ(wrong, 0u);
+}
+
+// Back-to-back jobs of one or two tasks: a worker still finishing its claim
+// loop for job g must not run a task of job g + 1 under g's function.
+TEST(ThreadPoolTest, ShortJobsInARowKeepTheirOwnFunction) {
+  ThreadPool pool(ThreadPoolOptions{3, false});
+  std::atomic<int> wrong{0};
+  for (int round = 0; round < 20000; ++round) {
+    const size_t tasks = 1 + round % 3;
+    std::vector<int> seen(tasks, -1);
+    pool.ParallelFor(tasks, [&](size_t task, size_t) {
+      if (seen[task] != -1) wrong.fetch_add(1);
+      seen[task] = round;
+    });
+    for (int r : seen) {
+      if (r != round) wrong.fetch_add(1);
+    }
+  }
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(ThreadPoolTest, ThreadIndexIsUniqueWithinACall) {

@@ -1,5 +1,6 @@
 #include "backends/cpu/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #if defined(__linux__)
@@ -14,6 +15,16 @@ namespace {
 // decode step are microseconds apart, so this keeps workers hot between
 // them, while a session that stops generating costs no CPU after 100 us.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
+
+// Claim and completion words pack a job's tag with a task count. Tags
+// count jobs from 1 and never wrap in practice (2^44 jobs: 5 years at
+// 100,000 jobs a second); a job of more tasks than a count holds runs as
+// several.
+constexpr int kCountBits = 20;
+constexpr size_t kMaxTasks = (size_t{1} << kCountBits) - 1;
+inline uint64_t Pack(uint64_t tag, size_t count) { return tag << kCountBits | count; }
+inline uint64_t TagOf(uint64_t word) { return word >> kCountBits; }
+inline size_t CountOf(uint64_t word) { return static_cast<size_t>(word & kMaxTasks); }
 
 // Set while a thread runs a task, so a nested ParallelFor on the same pool
 // runs inline instead of waiting for workers that are busy running it.
@@ -62,7 +73,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) {
   size_t n = options.num_threads;
   if (n == 0) n = std::thread::hardware_concurrency();
   num_threads_ = n == 0 ? 1 : n;
-  ranges_ = std::vector<Range>(num_threads_);
+  slots_ = std::vector<Slot>(num_threads_);
   workers_.reserve(num_threads_ - 1);
   for (size_t t = 1; t < num_threads_; ++t) {
     workers_.emplace_back([this, t] { WorkerLoop(t); });
@@ -79,20 +90,41 @@ ThreadPool::~ThreadPool() {
   for (std::thread& w : workers_) w.join();
 }
 
-// Claims tasks from the thread's own range first, then from the others'.
-void ThreadPool::RunShare(size_t thread) {
+// Thread t's range of a job is [n t / T, n (t + 1) / T); its claim word
+// holds the next unclaimed task once the job's first claim on it is made,
+// and an older tag before that. A newer tag means the job has ended: the
+// caller only posts a job once every task of the last one has finished,
+// so a worker that wakes late stops there without running anything.
+size_t ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks) {
   t_pool = this;
   t_thread = thread;
+  size_t finished = 0;
   for (size_t k = 0; k < num_threads_; ++k) {
-    Range& range = ranges_[(thread + k) % num_threads_];
+    const size_t r = (thread + k) % num_threads_;
+    const size_t end = num_tasks * (r + 1) / num_threads_;
+    std::atomic<uint64_t>& claim = slots_[r].claim;
+    uint64_t word = claim.load(std::memory_order_acquire);
     for (;;) {
-      const size_t task = range.next.fetch_add(1, std::memory_order_relaxed);
-      if (task >= range.end) break;
-      job_fn_(job_ctx_, task, thread);
-      done_.fetch_add(1, std::memory_order_release);
+      if (TagOf(word) > tag) {
+        k = num_threads_;  // the job has ended
+        break;
+      }
+      const size_t next = TagOf(word) == tag ? CountOf(word) : num_tasks * r / num_threads_;
+      if (next >= end) break;
+      const uint64_t claimed = Pack(tag, next + 1);
+      if (!claim.compare_exchange_weak(word, claimed, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+        continue;
+      }
+      // The claimed task keeps the job from ending, so fn, ctx and base
+      // are still this job's.
+      job_.fn(job_.ctx, job_.base + next, thread);
+      slots_[thread].done.store(Pack(tag, ++finished), std::memory_order_release);
+      word = claimed;
     }
   }
   t_pool = nullptr;
+  return finished;
 }
 
 void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
@@ -112,33 +144,43 @@ void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
     t_pool = nullptr;
     return;
   }
-  job_fn_ = fn;
-  job_ctx_ = ctx;
-  for (size_t t = 0; t < num_threads_; ++t) {
-    ranges_[t].next.store(num_tasks * t / num_threads_, std::memory_order_relaxed);
-    ranges_[t].end = num_tasks * (t + 1) / num_threads_;
+  job_.fn = fn;
+  job_.ctx = ctx;
+  for (size_t base = 0; base < num_tasks; base += kMaxTasks) {
+    RunJob(++last_tag_, base, std::min(kMaxTasks, num_tasks - base));
   }
-  done_.store(0, std::memory_order_relaxed);
-  open_.store(true);
-  generation_.fetch_add(1);
+}
+
+void ThreadPool::RunJob(uint64_t tag, size_t base, size_t num_tasks) {
+  job_.base = base;
+  // Sequentially consistent with the read of sleepers_ after it, and with a
+  // worker's increment of sleepers_ before it checks for work: either this
+  // thread sees the sleeper and wakes it, or the worker sees the job.
+  job_.word.store(Pack(tag, num_tasks));
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     wake_.notify_all();
   }
-  RunShare(0);
-  const auto all_done = [&] { return done_.load(std::memory_order_acquire) == num_tasks; };
+  const size_t mine = RunShare(0, tag, num_tasks);
+  const auto all_done = [&] {
+    size_t total = mine;
+    for (size_t t = 1; t < num_threads_; ++t) {
+      const uint64_t word = slots_[t].done.load(std::memory_order_acquire);
+      if (TagOf(word) == tag) total += CountOf(word);
+    }
+    return total == num_tasks;
+  };
   while (!SpinUntil(all_done)) std::this_thread::yield();
-  // A worker that joins after this sees the job closed and touches nothing;
-  // one that joined before is waited for (it can only be finding no tasks).
-  open_.store(false);
-  const auto none_active = [this] { return active_.load() == 0; };
-  while (!SpinUntil(none_active)) std::this_thread::yield();
 }
 
 void ThreadPool::WorkerLoop(size_t thread) {
-  uint64_t seen = 0;
+  uint64_t seen = 0;  // the tag of the last job this worker looked at
+  uint64_t word = 0;
+  const auto has_work = [&] {
+    word = job_.word.load();
+    return TagOf(word) != seen || stop_.load();
+  };
   for (;;) {
-    const auto has_work = [&] { return generation_.load() != seen || stop_.load(); };
     if (!SpinUntil(has_work)) {
       std::unique_lock<std::mutex> lock(sleep_mutex_);
       sleepers_.fetch_add(1);
@@ -146,13 +188,8 @@ void ThreadPool::WorkerLoop(size_t thread) {
       sleepers_.fetch_sub(1);
     }
     if (stop_.load()) return;
-    seen = generation_.load();
-    // Sequentially consistent with the caller's open_.store(false) followed
-    // by its read of active_: either the caller waits for this worker, or the
-    // worker sees the job closed.
-    active_.fetch_add(1);
-    if (open_.load()) RunShare(thread);
-    active_.fetch_sub(1);
+    seen = TagOf(word);
+    RunShare(thread, seen, CountOf(word));
   }
 }
 

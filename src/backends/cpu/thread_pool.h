@@ -9,6 +9,8 @@
 // call waits only for tasks already started. Workers spin briefly after each
 // job (decode issues hundreds of short jobs per token, so waking from a
 // futex every time would dominate) and then sleep on a condition variable.
+// Claims and completions carry the job's tag, so nothing is reset between
+// jobs and a worker that wakes late for a finished job finds nothing to run.
 #pragma once
 
 #include <atomic>
@@ -54,27 +56,40 @@ class ThreadPool {
   }
 
   void Run(size_t num_tasks, TaskFn fn, const void* ctx);
-  void RunShare(size_t thread);
+  // Runs the job tagged `tag` (num_tasks tasks from task base): posts it,
+  // takes the caller's share and waits until every task has finished.
+  void RunJob(uint64_t tag, size_t base, size_t num_tasks);
+  // Claims and runs unclaimed tasks of job `tag`, the thread's own range
+  // first; returns how many it ran.
+  size_t RunShare(size_t thread, uint64_t tag, size_t num_tasks);
   void WorkerLoop(size_t thread);
 
-  // The unclaimed part [next, end) of one thread's range of the current job.
-  struct alignas(64) Range {
-    std::atomic<size_t> next{0};
-    size_t end = 0;
+  // What one thread writes: claims on its range of the current job (others
+  // write here only to take what it left) and how many tasks it finished.
+  // One cache line each, so a handoff between two cores moves only the
+  // lines that the job needs: cross-core transfers, not the work, are the
+  // cost of a decode step's short jobs.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> claim{0};  // Pack(tag, next unclaimed task of the range)
+    std::atomic<uint64_t> done{0};   // Pack(tag, tasks this thread finished)
   };
 
   size_t num_threads_;
   std::vector<std::thread> workers_;
+  std::vector<Slot> slots_;  // one per thread
 
-  // The current job; written by the caller before opening it (open_).
-  TaskFn job_fn_ = nullptr;
-  const void* job_ctx_ = nullptr;
-  std::vector<Range> ranges_;  // one per thread
+  // The current job, written by the caller only. Workers poll `word`;
+  // fn, ctx and base are read after a task is claimed, when the job is
+  // known not to have ended.
+  struct alignas(64) Job {
+    std::atomic<uint64_t> word{0};  // Pack(tag, number of tasks)
+    TaskFn fn = nullptr;
+    const void* ctx = nullptr;
+    size_t base = 0;  // task index of claim 0 (jobs over kMaxTasks are split)
+  };
+  Job job_;
+  uint64_t last_tag_ = 0;  // the caller's, under run_mutex_
 
-  std::atomic<uint64_t> generation_{0};  // bumped per job to wake workers
-  std::atomic<bool> open_{false};        // workers may claim tasks
-  std::atomic<size_t> done_{0};          // tasks finished in this job
-  std::atomic<size_t> active_{0};        // workers inside the current job
   std::atomic<size_t> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::mutex run_mutex_;  // one job at a time
