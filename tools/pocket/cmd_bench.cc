@@ -31,7 +31,8 @@ const char kBenchHelp[] =
     "  -n, --n-gen N         decoded tokens after the prefill (default 128)\n"
     "  -r, --repetitions N   measured runs after one warm-up (default 5)\n"
     "  --roofline            also measure read bandwidth and int8 kernel peak and\n"
-    "                        report decode/prefill as fractions of them\n"
+    "                        report decode/prefill as fractions of them (adds -r\n"
+    "                        runs, each right after a read probe it is compared to)\n"
     "  --json                print one JSON object (keys in docs/cli.md)\n";
 
 struct Stats {
@@ -91,26 +92,33 @@ double LinearMacsPerToken(const ModelConfig& c, bool with_logits) {
   return c.n_layers * layer + (with_logits ? static_cast<double>(c.hidden) * c.vocab : 0.0);
 }
 
-// The standard inference of the published energy figures: `n_in` prompt
-// tokens, then `n_out` greedy tokens, from an empty cache.
-Status RunStandardInference(Session* session, const std::vector<int32_t>& prompt, int64_t n_out) {
-  std::vector<float> logits;
-  session->Reset();
-  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
-  for (int64_t i = 0; s.ok() && i < n_out; ++i) {
-    s = session->Eval(
-        {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())},
-        LogitsMode::kLast, &logits);
-  }
-  return s;
-}
-
 Json StatsJson(const Stats& s) {
   return Json{{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
 int32_t ArgMax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One measured run: from an empty cache, the prompt, then n_gen greedy
+// tokens one at a time; prefill and decode timed separately.
+Status TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_gen,
+                double* prefill_s, double* decode_s) {
+  std::vector<float> logits;
+  session->Reset();
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
+  *prefill_s = SecondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; s.ok() && i < n_gen; ++i) {
+    s = session->Eval({ArgMax(logits)}, LogitsMode::kLast, &logits);
+  }
+  *decode_s = SecondsSince(t0);
+  return s;
 }
 
 }  // namespace
@@ -160,19 +168,9 @@ int CmdBench(int argc, char** argv) {
 
   Session session(&model, loaded.session);
   std::vector<double> prefill_rates, decode_rates;
-  std::vector<float> logits;
   for (int64_t run = 0; run <= reps; ++run) {
-    session.Reset();
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = session.Eval(prompt, LogitsMode::kLast, &logits);
-    const double prefill_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    t0 = std::chrono::steady_clock::now();
-    for (int64_t i = 0; s.ok() && i < n_gen; ++i) {
-      s = session.Eval({ArgMax(logits)}, LogitsMode::kLast, &logits);
-    }
-    const double decode_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double prefill_s = 0, decode_s = 0;
+    const Status s = TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s);
     if (!s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
       return kExitError;
@@ -196,7 +194,10 @@ int CmdBench(int argc, char** argv) {
     std::vector<int32_t> std_prompt(kStdIn);
     for (int32_t& id : std_prompt) id = pick(rng);
     const double cpu0 = CpuSeconds();
-    const Status s = RunStandardInference(&session, std_prompt, kStdOut);
+    // The standard inference of the published energy figures: 1024 prompt
+    // tokens, then 128 greedy tokens, from an empty cache.
+    double prefill_s = 0, decode_s = 0;
+    const Status s = TimedRun(&session, std_prompt, kStdOut, &prefill_s, &decode_s);
     if (!s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
       return kExitError;
@@ -211,10 +212,29 @@ int CmdBench(int argc, char** argv) {
   const double decode_gb_s = weight_gb * decode.median;
   const double decode_gmac_s = LinearMacsPerToken(config, true) * decode.median / 1e9;
   const double prefill_gmac_s = LinearMacsPerToken(config, false) * prefill.median / 1e9;
-  double read_gb_s = 0.0, peak_gemv = 0.0, peak_gemm = 0.0;
+  Stats read_gb_s, paired_decode, decode_read_fraction;
+  double peak_gemv = 0.0, peak_gemm = 0.0;
   if (args.Has("--roofline")) {
-    // After the peak-RSS reading: the probe's 256 MiB buffer is not the model's.
-    read_gb_s = cpu::MeasureReadBandwidth(model.pool(), size_t{256} << 20, 5) / 1e9;
+    // After the peak-RSS readings: the probe's 256 MiB buffer is not the
+    // model's. A shared host's read rate drifts by 2x within a minute, so
+    // each decode run is paired with a probe taken just before it rather
+    // than with one probe at another time: -r rounds of probe then run.
+    std::vector<double> reads, rates, fractions;
+    for (int64_t run = 0; run < reps; ++run) {
+      const double read = cpu::MeasureReadBandwidth(model.pool(), size_t{256} << 20, 5) / 1e9;
+      double prefill_s = 0, decode_s = 0;
+      const Status s = TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s);
+      if (!s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+        return kExitError;
+      }
+      reads.push_back(read);
+      rates.push_back(n_gen / decode_s);
+      fractions.push_back(read > 0 ? weight_gb * rates.back() / read : 0.0);
+    }
+    read_gb_s = Summarize(reads);
+    paired_decode = Summarize(rates);
+    decode_read_fraction = Summarize(fractions);
     peak_gemv = cpu::MeasureInt8Peak(model.pool(), 1, 5) / 1e9;
     peak_gemm = cpu::MeasureInt8Peak(model.pool(), 64, 5) / 1e9;
   }
@@ -246,12 +266,15 @@ int CmdBench(int argc, char** argv) {
     out["decode_gmac_s"] = decode_gmac_s;
     out["prefill_gmac_s"] = prefill_gmac_s;
     if (args.Has("--roofline")) {
-      out["roofline"] = Json{{"read_gb_s", read_gb_s},
+      out["roofline"] = Json{{"read_gb_s", read_gb_s.median},
                              {"int8_gemv_peak_gmac_s", peak_gemv},
                              {"int8_gemm_peak_gmac_s", peak_gemm},
-                             {"decode_bandwidth_fraction", fraction(decode_gb_s, read_gb_s)},
+                             {"decode_bandwidth_fraction", decode_read_fraction.median},
                              {"decode_compute_fraction", fraction(decode_gmac_s, peak_gemv)},
-                             {"prefill_compute_fraction", fraction(prefill_gmac_s, peak_gemm)}};
+                             {"prefill_compute_fraction", fraction(prefill_gmac_s, peak_gemm)},
+                             {"read_gb_s_stats", StatsJson(read_gb_s)},
+                             {"paired_decode_tok_s", StatsJson(paired_decode)},
+                             {"decode_bandwidth_fraction_stats", StatsJson(decode_read_fraction)}};
     }
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
@@ -277,13 +300,18 @@ int CmdBench(int argc, char** argv) {
       std::printf("peak RSS   %.1f MiB including the standard inference\n", std_rss);
     }
     if (args.Has("--roofline")) {
-      std::printf("roofline   read %.2f GB/s; int8 kernel peak %.1f GMAC/s (GEMV), %.1f (GEMM)\n",
-                  read_gb_s, peak_gemv, peak_gemm);
+      std::printf("roofline   read %.2f GB/s median (min %.2f, max %.2f) over %lld probes\n",
+                  read_gb_s.median, read_gb_s.min, read_gb_s.max, static_cast<long long>(reps));
+      std::printf("           int8 kernel peak %.1f GMAC/s (GEMV), %.1f (GEMM)\n", peak_gemv,
+                  peak_gemm);
       std::printf(
-          "           decode %.0f%% of read bandwidth, %.0f%% of GEMV peak; "
-          "prefill %.0f%% of GEMM peak\n",
-          100 * fraction(decode_gb_s, read_gb_s), 100 * fraction(decode_gmac_s, peak_gemv),
-          100 * fraction(prefill_gmac_s, peak_gemm));
+          "           decode %.0f%% of read bandwidth (median of %lld runs, each against the "
+          "probe before it; min %.0f%%, max %.0f%%; %.1f tok/s)\n",
+          100 * decode_read_fraction.median, static_cast<long long>(reps),
+          100 * decode_read_fraction.min, 100 * decode_read_fraction.max, paired_decode.median);
+      std::printf("           decode %.0f%% of GEMV peak; prefill %.0f%% of GEMM peak\n",
+                  100 * fraction(decode_gmac_s, peak_gemv),
+                  100 * fraction(prefill_gmac_s, peak_gemm));
     }
   }
   return kExitOk;

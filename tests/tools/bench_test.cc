@@ -1,0 +1,79 @@
+// `pocket bench --json`: the documented keys are there, and with --roofline
+// the decode fraction is the median of runs each divided by the read probe
+// taken just before it, so it lies within the bounds that the runs' and the
+// probes' own spreads allow. Rates themselves are never asserted.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testing/run_cli.h"
+
+namespace pocket {
+namespace {
+
+using testing::CliOutput;
+using testing::RunCli;
+
+const std::string kModel = std::string(POCKET_TEST_MODELS) + "/stories260K-f32.pocket";
+
+nlohmann::json Bench(const std::string& flags) {
+  const CliOutput o = RunCli("bench -m '" + kModel + "' -t 1 -p 8 -n 8 -r 3 --json " + flags);
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out, nullptr, false);
+  EXPECT_TRUE(j.is_object()) << o.out;
+  return j;
+}
+
+void ExpectOrderedStats(const nlohmann::json& s, const char* name) {
+  ASSERT_TRUE(s.is_object()) << name;
+  EXPECT_GT(s["min"].get<double>(), 0.0) << name;
+  EXPECT_LE(s["min"].get<double>(), s["median"].get<double>()) << name;
+  EXPECT_LE(s["median"].get<double>(), s["max"].get<double>()) << name;
+}
+
+TEST(BenchCli, ReportsTheRunShapeWithoutARoofline) {
+  const nlohmann::json j = Bench("");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["n_prompt"], 8);
+  EXPECT_EQ(j["n_gen"], 8);
+  EXPECT_EQ(j["repetitions"], 3);
+  EXPECT_EQ(j["threads"], 1);
+  ExpectOrderedStats(j["prefill_tok_s"], "prefill_tok_s");
+  ExpectOrderedStats(j["decode_tok_s"], "decode_tok_s");
+  EXPECT_FALSE(j.contains("roofline"));
+}
+
+TEST(BenchCli, DecodeFractionIsTheMedianOfPairedRuns) {
+  const nlohmann::json j = Bench("--roofline");
+  ASSERT_TRUE(j.is_object());
+  ASSERT_TRUE(j["roofline"].is_object());
+  const nlohmann::json& r = j["roofline"];
+  const nlohmann::json& read = r["read_gb_s_stats"];
+  const nlohmann::json& rate = r["paired_decode_tok_s"];
+  const nlohmann::json& frac = r["decode_bandwidth_fraction_stats"];
+  ExpectOrderedStats(read, "read_gb_s_stats");
+  ExpectOrderedStats(rate, "paired_decode_tok_s");
+  ExpectOrderedStats(frac, "decode_bandwidth_fraction_stats");
+  EXPECT_EQ(r["read_gb_s"], read["median"]);
+  EXPECT_EQ(r["decode_bandwidth_fraction"], frac["median"]);
+  // Each run's fraction is weight_gb x rate / read of its own probe.
+  const double weight_gb = j["weight_mb"].get<double>() / 1e3;
+  const double lowest = weight_gb * rate["min"].get<double>() / read["max"].get<double>();
+  const double highest = weight_gb * rate["max"].get<double>() / read["min"].get<double>();
+  EXPECT_GE(frac["min"].get<double>(), lowest * (1 - 1e-9));
+  EXPECT_LE(frac["max"].get<double>(), highest * (1 + 1e-9));
+  for (const char* key : {"int8_gemv_peak_gmac_s", "int8_gemm_peak_gmac_s",
+                          "decode_compute_fraction", "prefill_compute_fraction"}) {
+    EXPECT_GT(r[key].get<double>(), 0.0) << key;
+  }
+}
+
+TEST(BenchCli, RejectsZeroRepetitions) {
+  const CliOutput o = RunCli("bench -m '" + kModel + "' -r 0", "", true);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.out.find("-r in [1, 1000]"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace pocket
