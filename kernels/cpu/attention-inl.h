@@ -243,10 +243,14 @@ HWY_INLINE void MulRow(D d, float* HWY_RESTRICT x, const float* HWY_RESTRICT s, 
   }
 }
 
-// Query rows handled together by AccumulateV and ScoresTransposed. Two
-// halve the loads per multiply-add; four (where 32 registers hold their 16
-// accumulators) measured no faster on Zen 4.
-constexpr size_t kRowsTogether = 2;
+// Calls f(std::integral_constant<size_t, m>()) for m in [1, kMax]; nothing
+// for 0. A Block's products are templates on the number of query rows that
+// share each loaded K and V vector.
+template <size_t kMax, class F>
+HWY_INLINE void WithRowCount(size_t m, const F& f) {
+  if (m == kMax) return f(std::integral_constant<size_t, kMax>());
+  if constexpr (kMax > 1) WithRowCount<kMax - 1>(m, f);
+}
 
 // a_i += w * v_i for i < 4: one row's share of a step.
 template <class V>
@@ -422,6 +426,10 @@ HWY_INLINE size_t BlockCount(const KvView& kv, size_t p0, size_t len) {
 // functions above. AttendGroup's other `Block` is attention_bf16-inl.h's.
 struct F32Block {
   static constexpr bool kCoarseExp = false;  // f32 products, f32-accurate weights
+  // Query rows that share each loaded K and V vector. Two halve the loads
+  // per multiply-add and fit AVX2's 16 registers; four (where 32 registers
+  // hold their 16 accumulators) measured no faster on Zen 4.
+  static constexpr size_t kRows = 2;
   const float* const* q_rows;
   float* kb;
   float* vb;
@@ -493,7 +501,7 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
   const size_t v_stride = KvHeadSize(kv);
   const size_t k_rows = kPairs ? head_dim / 2 : head_dim;
   constexpr size_t kPositionBytes = kPairs ? 2 * sizeof(T) : sizeof(T);
-  HWY_ALIGN float scores[kRowsTogether * kScoreBlock];
+  HWY_ALIGN float scores[Block::kRows * kScoreBlock];
   // q8: the block's K and V scales (the codes widen as they are).
   constexpr bool kScaled = std::is_same_v<T, int8_t>;
   HWY_ALIGN float k_scales[kScaled ? kScoreBlock : 1];
@@ -509,13 +517,13 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
                 KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset), v_stride, count, padded, head_dim);
     // In a model the layer's cache was last read a token ago and comes from
     // DRAM, in runs the hardware prefetchers pick up late: the next block is
-    // requested while this one is scored, a share after each pair of rows.
+    // requested while this one is scored, a share after each group of rows.
     // (All at once, while this block was widened, the hints measured 3-4%
     // slower decoding on one thread; a burst likely outruns the core's miss
     // buffers.)
     const size_t next = p0 + count;
     const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
-    const size_t shares = (rows + kRowsTogether - 1) / kRowsTogether;
+    const size_t shares = (rows + Block::kRows - 1) / Block::kRows;
     size_t share = next_count ? 0 : shares;  // the last block requests nothing
     const T* k_next = next_count ? KvHeadRow<T>(kv, kv.k_pages, next, kv_offset) : nullptr;
     const T* v_next = next_count ? KvHeadRow<T>(kv, kv.v_pages, next, kv_offset) : nullptr;
@@ -529,14 +537,15 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
       }
       ++share;
     };
-    // Rows that still attend this block go in pairs, sharing each loaded K
-    // and V vector; the shorter row of a pair has zero weights past its end.
+    // Rows that still attend this block go in groups of up to Block::kRows,
+    // sharing each loaded K and V vector; a shorter row of a group has zero
+    // weights past its end.
     for (size_t i = 0; i < rows;) {
-      size_t take[kRowsTogether];
-      float* w[kRowsTogether];
-      float* o[kRowsTogether];
+      size_t take[Block::kRows];
+      float* w[Block::kRows];
+      float* o[Block::kRows];
       size_t m = 0, n = 0;
-      for (; i < rows && m < kRowsTogether; ++i) {
+      for (; i < rows && m < Block::kRows; ++i) {
         if (lens[i] <= p0) continue;
         take[m] = i;
         w[m] = scores + m * kScoreBlock;
@@ -558,11 +567,7 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
         }
         block.template AddWeightedV<kRows>(d, w, n, head_dim, o);
       };
-      if (m == 2) {
-        attend(std::integral_constant<size_t, 2>());
-      } else if (m == 1) {
-        attend(std::integral_constant<size_t, 1>());
-      }
+      WithRowCount<Block::kRows>(m, attend);
       prefetch_share();
     }
     while (share < shares) prefetch_share();  // rows that ended before p0

@@ -16,7 +16,7 @@
 // attribute, compiled for AVX3_DL with GCC or Clang and chosen at run time
 // after a CPUID check (attention.cc). AttendGroup calls them (a callee with
 // more target features cannot be inlined); each call covers a whole block
-// or pair of rows.
+// or group of rows.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
@@ -121,6 +121,11 @@ struct Bf16Block {
   // Softmax weights from Exp2Coarse (1e-4 relative): they are rounded to
   // bf16 (2^-9 relative) before they multiply V.
   static constexpr bool kCoarseExp = true;
+  // Query rows that share each loaded K and V vector: 16 accumulators, the
+  // 4 loaded vectors and a broadcast fit the 32 registers. Against two rows,
+  // on Zen 5: a warm decode step over 512 positions 11.6 -> 7.8 us, a
+  // 64-token prefill chunk's attention 1.4x faster (ops_bench).
+  static constexpr size_t kRows = 4;
   const float* const* q_rows;
   uint32_t* kp;
   uint32_t* vp;
@@ -184,7 +189,7 @@ struct Bf16Block {
     }
   }
 
-  // scores[r][0, padded) = q[take[r]] . k for kRows (1 or 2) rows, 4 vectors
+  // scores[r][0, padded) = q[take[r]] . k for kRows (1 to 4) rows, 4 vectors
   // of positions at a time while they last, each loaded K vector serving
   // every row.
   template <size_t kRows, class D>
