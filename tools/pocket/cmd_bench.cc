@@ -105,9 +105,10 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 }
 
 // One measured run: from an empty cache, the prompt, then n_gen greedy
-// tokens one at a time; prefill and decode timed separately.
-Status TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_gen,
-                double* prefill_s, double* decode_s) {
+// tokens one at a time; prefill and decode timed separately. False, with
+// the error on stderr, if an evaluation failed.
+bool TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_gen,
+              double* prefill_s, double* decode_s) {
   std::vector<float> logits;
   session->Reset();
   auto t0 = std::chrono::steady_clock::now();
@@ -118,7 +119,8 @@ Status TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_
     s = session->Eval({ArgMax(logits)}, LogitsMode::kLast, &logits);
   }
   *decode_s = SecondsSince(t0);
-  return s;
+  if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+  return s.ok();
 }
 
 }  // namespace
@@ -167,14 +169,10 @@ int CmdBench(int argc, char** argv) {
   for (int32_t& id : prompt) id = pick(rng);
 
   Session session(&model, loaded.session);
+  double prefill_s = 0, decode_s = 0;  // of the latest TimedRun
   std::vector<double> prefill_rates, decode_rates;
   for (int64_t run = 0; run <= reps; ++run) {
-    double prefill_s = 0, decode_s = 0;
-    const Status s = TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s);
-    if (!s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
-      return kExitError;
-    }
+    if (!TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s)) return kExitError;
     if (run == 0) continue;  // warm-up
     prefill_rates.push_back(n_prompt / prefill_s);
     decode_rates.push_back(n_gen / decode_s);
@@ -196,12 +194,7 @@ int CmdBench(int argc, char** argv) {
     const double cpu0 = CpuSeconds();
     // The standard inference of the published energy figures: 1024 prompt
     // tokens, then 128 greedy tokens, from an empty cache.
-    double prefill_s = 0, decode_s = 0;
-    const Status s = TimedRun(&session, std_prompt, kStdOut, &prefill_s, &decode_s);
-    if (!s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
-      return kExitError;
-    }
+    if (!TimedRun(&session, std_prompt, kStdOut, &prefill_s, &decode_s)) return kExitError;
     cpu_s_per_inference = CpuSeconds() - cpu0;
   }
   const double std_rss = cpu_s_per_inference >= 0 ? PeakRssMib() : -1.0;
@@ -222,12 +215,7 @@ int CmdBench(int argc, char** argv) {
     std::vector<double> reads, rates, fractions;
     for (int64_t run = 0; run < reps; ++run) {
       const double read = cpu::MeasureReadBandwidth(model.pool(), size_t{256} << 20, 5) / 1e9;
-      double prefill_s = 0, decode_s = 0;
-      const Status s = TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s);
-      if (!s.ok()) {
-        std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
-        return kExitError;
-      }
+      if (!TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s)) return kExitError;
       reads.push_back(read);
       rates.push_back(n_gen / decode_s);
       fractions.push_back(read > 0 ? weight_gb * rates.back() / read : 0.0);

@@ -95,22 +95,19 @@ ThreadPool::~ThreadPool() {
 // and an older tag before that. A newer tag means the job has ended: the
 // caller only posts a job once every task of the last one has finished,
 // so a worker that wakes late stops there without running anything.
-size_t ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks) {
+void ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks) {
   t_pool = this;
   t_thread = thread;
   size_t finished = 0;
-  for (size_t k = 0; k < num_threads_; ++k) {
-    const size_t r = (thread + k) % num_threads_;
+  // Runs range r's unclaimed tasks; false once the job has ended.
+  const auto drain = [&](size_t r) {
     const size_t end = num_tasks * (r + 1) / num_threads_;
     std::atomic<uint64_t>& claim = slots_[r].claim;
     uint64_t word = claim.load(std::memory_order_acquire);
     for (;;) {
-      if (TagOf(word) > tag) {
-        k = num_threads_;  // the job has ended
-        break;
-      }
+      if (TagOf(word) > tag) return false;
       const size_t next = TagOf(word) == tag ? CountOf(word) : num_tasks * r / num_threads_;
-      if (next >= end) break;
+      if (next >= end) return true;
       const uint64_t claimed = Pack(tag, next + 1);
       if (!claim.compare_exchange_weak(word, claimed, std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
@@ -122,9 +119,11 @@ size_t ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks) {
       slots_[thread].done.store(Pack(tag, ++finished), std::memory_order_release);
       word = claimed;
     }
+  };
+  for (size_t k = 0; k < num_threads_; ++k) {
+    if (!drain((thread + k) % num_threads_)) break;
   }
   t_pool = nullptr;
-  return finished;
 }
 
 void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
@@ -161,10 +160,10 @@ void ThreadPool::RunJob(uint64_t tag, size_t base, size_t num_tasks) {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     wake_.notify_all();
   }
-  const size_t mine = RunShare(0, tag, num_tasks);
+  RunShare(0, tag, num_tasks);
   const auto all_done = [&] {
-    size_t total = mine;
-    for (size_t t = 1; t < num_threads_; ++t) {
+    size_t total = 0;
+    for (size_t t = 0; t < num_threads_; ++t) {
       const uint64_t word = slots_[t].done.load(std::memory_order_acquire);
       if (TagOf(word) == tag) total += CountOf(word);
     }

@@ -60,8 +60,8 @@ class ThreadPool {
   // takes the caller's share and waits until every task has finished.
   void RunJob(uint64_t tag, size_t base, size_t num_tasks);
   // Claims and runs unclaimed tasks of job `tag`, the thread's own range
-  // first; returns how many it ran.
-  size_t RunShare(size_t thread, uint64_t tag, size_t num_tasks);
+  // first, counting them in the thread's completion word.
+  void RunShare(size_t thread, uint64_t tag, size_t num_tasks);
   void WorkerLoop(size_t thread);
 
   // What one thread writes: claims on its range of the current job (others
