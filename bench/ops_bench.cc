@@ -2,8 +2,9 @@
 // reported as GB/s of weight bytes streamed), prefill Linear with 64 tokens
 // (GFLOP/s), each with f32 and int8 activations (QuantMath) and in both the
 // planar and the rows16 layout, decode attention over 512 cached positions
-// (from cache and from DRAM) and prefill attention, and the cost of one
-// empty ParallelFor (decode issues ~250 per token).
+// (from cache and from DRAM) and prefill attention, greedy sampling's argmax
+// over a vocabulary, and the cost of one empty ParallelFor (decode issues
+// ~140 per token).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -182,6 +183,16 @@ BENCHMARK(RunAttention)
     ->ArgNames({"ctx", "threads", "n", "kv_heads", "bf16", "kv"})
     ->ArgsProduct({{512}, {1, 2}, {64}, {2}, {0, 1}, {0, 1, 2}})
     ->UseRealTime();
+
+// Greedy sampling's pick over pocket-0.3b's 65,536 logits, which lie in L2
+// after the logits are written (GB/s of logits scanned).
+void ArgmaxLogits(benchmark::State& state) {
+  const std::vector<float> logits = RandomActivations(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(Argmax(logits.data(), logits.size()));
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(logits.size() * sizeof(float)));
+  state.SetLabel(KernelTargetName());
+}
+BENCHMARK(ArgmaxLogits)->ArgNames({"vocab"})->Arg(65536);
 
 // One ParallelFor of empty tasks: the fixed cost (wake-up, hand-off, join)
 // every threaded op pays.

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/ops.h"
+
 namespace pocket {
 namespace {
 
@@ -43,18 +45,10 @@ void ApplyPenalties(const SamplingParams& p, float* logits, int32_t vocab,
   }
 }
 
-// NaN compares false with everything, so it never wins here (nor passes
-// the "> -inf" candidate test below): NaN logits count as -inf.
+// NaN never wins here (cpu::Argmax), nor passes the "> -inf" candidate
+// test below: NaN logits count as -inf.
 int32_t Argmax(const float* logits, int32_t vocab) {
-  int32_t best = 0;
-  float best_logit = kNegInf;
-  for (int32_t i = 0; i < vocab; ++i) {
-    if (logits[i] > best_logit) {
-      best_logit = logits[i];
-      best = i;
-    }
-  }
-  return best;
+  return static_cast<int32_t>(cpu::Argmax(logits, static_cast<size_t>(vocab)));
 }
 
 // Top-p bucket of a weight in [0, 1]: its float exponent and top three

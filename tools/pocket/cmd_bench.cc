@@ -97,7 +97,7 @@ Json StatsJson(const Stats& s) {
 }
 
 int32_t ArgMax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+  return static_cast<int32_t>(cpu::Argmax(v.data(), v.size()));
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {

@@ -194,6 +194,9 @@ void RopeApply(float* x, size_t n, size_t n_heads, size_t head_dim, RopeStyle st
 void Swiglu(const float* g, const float* u, size_t count, float* out);
 // out = a + b; out may alias a.
 void Add(const float* a, const float* b, size_t count, float* out);
+// The first i with x[i] the largest of x[0, count), NaN never counting as
+// larger; 0 when no value exceeds -inf (greedy sampling's choice).
+size_t Argmax(const float* x, size_t count);
 // Writes k[n, kv_dim], v[n, kv_dim] at positions [n_past, n_past + n),
 // each thread of `pool` (when given) a run of the tokens.
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n,

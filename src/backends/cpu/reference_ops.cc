@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "util/fp16.h"
@@ -325,6 +326,18 @@ void Swiglu(const float* g, const float* u, size_t count, float* out) {
 
 void Add(const float* a, const float* b, size_t count, float* out) {
   for (size_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+
+size_t Argmax(const float* x, size_t count) {
+  size_t best = 0;
+  float best_value = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < count; ++i) {
+    if (x[i] > best_value) {
+      best_value = x[i];
+      best = i;
+    }
+  }
+  return best;
 }
 
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n) {

@@ -23,6 +23,7 @@ void Rope(float* x, size_t n, size_t n_heads, size_t head_dim, const int32_t* po
           float theta, RopeStyle style);
 void Swiglu(const float* g, const float* u, size_t count, float* out);
 void Add(const float* a, const float* b, size_t count, float* out);
+size_t Argmax(const float* x, size_t count);
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n);
 // With AttentionMath::kBf16, q and the cached K and V values are rounded to
 // bf16 (nearest even) before the same f32 computation; the softmax weights
