@@ -107,6 +107,17 @@ const float* Executor::RopeTableFor(const PlanStep& s, cpu::ThreadPool* pool) {
   return rope_table_.data();
 }
 
+void Executor::WarmKvAppend(size_t from, size_t end, const KvCache& kv, size_t pos) const {
+  for (size_t j = from; j < end; ++j) {
+    const PlanStep& s = plan_->steps[j];
+    if (s.op == OpKind::kLinear) return;
+    if (s.op == OpKind::kAttention) {
+      cpu::KvPrefetchAppend(kv.View(s.layer), pos);
+      return;
+    }
+  }
+}
+
 void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
                    cpu::ThreadPool* pool, float* logits) {
   EnsureRows(n, output);
@@ -190,6 +201,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
           group[size++] = {next.weight, next.bias,
                            slots_[next.out].data() + row_of(next.out) * next.width};
         }
+        if (n == 1) WarmKvAppend(i + size, end, *kv, n_past);
         cpu::LinearGroup(value(0, s.in_width), rows, group, size, pool, math_);
         i += size - 1;
         break;

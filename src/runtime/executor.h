@@ -42,6 +42,10 @@ class Executor {
   // The rope table of this run's positions for step s (row i: positions_[i]),
   // built on the pool when s's angles differ from the last Rope step's.
   const float* RopeTableFor(const PlanStep& s, cpu::ThreadPool* pool);
+  // Decode: when the attention after step `from` comes before any other
+  // Linear, starts fetching the K/V lines its KvAppend of position `pos`
+  // writes (cpu::KvPrefetchAppend), to arrive during the Linear at `from`.
+  void WarmKvAppend(size_t from, size_t end, const KvCache& kv, size_t pos) const;
 
   const Plan* plan_;
   cpu::QuantMath math_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -335,6 +336,27 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
       StoreRow(kv, kv.v_pages, n_past + t, v + t * kv.row_stride);
     }
   });
+}
+
+void KvPrefetchAppend(const KvView& kv, size_t t) {
+  if (kv.k_pages == nullptr || kv.v_pages == nullptr || kv.page_tokens == 0 ||
+      (kv.type == KvType::kQ8 && kv.head_dim == 0)) {
+    return;
+  }
+  for (void* const* pages : {kv.k_pages, kv.v_pages}) {
+    uintptr_t last_line = 0;
+    ForEachValue(kv, pages, t, [&](size_t, uint8_t* at) {
+      const uintptr_t line = reinterpret_cast<uintptr_t>(at) / 64;
+      if (line == last_line) return;
+      last_line = line;
+      __builtin_prefetch(at, /*rw=*/1, /*locality=*/3);
+    });
+    if (kv.type == KvType::kQ8) {
+      for (size_t h = 0; h * kv.head_dim < kv.row_stride; ++h) {
+        __builtin_prefetch(HeadScale(kv, pages, t, h), 1, 3);
+      }
+    }
+  }
 }
 
 void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRope& rope) {

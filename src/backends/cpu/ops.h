@@ -201,6 +201,13 @@ size_t Argmax(const float* x, size_t count);
 // each thread of `pool` (when given) a run of the tokens.
 void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, size_t n,
               ThreadPool* pool = nullptr);
+// Asks for the cache lines that KvAppend of position t writes, for writing,
+// and returns at once. A decoded token's K row spans a line per channel
+// (pair) of every kv head, and the weights streamed since the last token
+// have evicted them all: appended cold, they cost a layer ~2 us of misses
+// in a row; asked for a Linear earlier, they arrive meanwhile. t's page
+// must exist, as for KvAppend.
+void KvPrefetchAppend(const KvView& kv, size_t t);
 // How Attention multiplies q . k and the softmax weights with V (q8 codes
 // are exact in bf16; their scales multiply the f32 scores and the weights).
 enum class AttentionMath : uint8_t {
