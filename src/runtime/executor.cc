@@ -126,6 +126,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
   rope_head_dim_ = 0;  // new positions: the first Rope step builds the table
 
   const size_t end = output == Output::kNone ? plan_->row_wise_tail : plan_->steps.size();
+  bool logits_written = false;
   for (size_t i = 0; i < end; ++i) {
     const PlanStep& s = plan_->steps[i];
     // After the last attention every op is row-wise, so when only the last
@@ -141,6 +142,14 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
       return slots_[s.in[k]].data() + row_of(s.in[k]) * width;
     };
     float* dst = slots_[s.out].data() + row_of(s.out) * s.width;
+    // The plan's last step, when it makes the wanted logits, writes them
+    // straight into the caller's buffer: copying a decoded token's 65,536
+    // took 14 us, 0.3% of a 2-thread token.
+    if (logits != nullptr && i + 1 == plan_->steps.size() && s.out == plan_->logits_slot &&
+        (output == Output::kAllRows || (output == Output::kLastRow && rows == 1))) {
+      dst = logits;
+      logits_written = true;
+    }
     const size_t count = rows * s.width;
     // Ops that cannot write over an input compute into temp_ and copy.
     auto aliased = [&](int k) { return s.in[k] == s.out; };
@@ -236,6 +245,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
     }
   }
 
+  if (logits_written) return;
   const float* result = slots_[plan_->logits_slot].data();
   if (output == Output::kLastRow) {
     const size_t last = plan_->slot_tail_only[static_cast<size_t>(plan_->logits_slot)] ? 0 : n - 1;
