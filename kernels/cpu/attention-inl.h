@@ -430,6 +430,9 @@ struct F32Block {
   // per multiply-add and fit AVX2's 16 registers; four (where 32 registers
   // hold their 16 accumulators) measured no faster on Zen 4.
   static constexpr size_t kRows = 2;
+  // Widen reads the whole block before its products, so AttendGroup asks
+  // for the next block in shares between groups of rows instead.
+  static constexpr bool kPacedPrefetch = false;
   const float* const* q_rows;
   float* kb;
   float* vb;
@@ -516,15 +519,21 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
     block.Widen(KvHeadRow<T>(kv, kv.k_pages, p0, kv_offset), k_stride,
                 KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset), v_stride, count, padded, head_dim);
     // In a model the layer's cache was last read a token ago and comes from
-    // DRAM, in runs the hardware prefetchers pick up late: the next block is
-    // requested while this one is scored, a share after each group of rows.
-    // (All at once, while this block was widened, the hints measured 3-4%
-    // slower decoding on one thread; a burst likely outruns the core's miss
-    // buffers.)
+    // DRAM, in runs the hardware prefetchers pick up late (a head's block is
+    // 8 KB of K and 8 of V: alone, such runs read at 14 GB/s where long ones
+    // read at 38). So the next block is requested while this one is used:
+    // by the first group of rows' products, a line for each line they load,
+    // where the Block reads the page in place (kPaced); else a share after
+    // each group of rows. (All at once, while this block was widened, the
+    // hints measured 3-4% slower decoding on one thread; a burst outruns
+    // the core's miss buffers.)
+    constexpr bool kPaced = Block::kPacedPrefetch && kPairs;
     const size_t next = p0 + count;
     const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
     const size_t shares = (rows + Block::kRows - 1) / Block::kRows;
-    size_t share = next_count ? 0 : shares;  // the last block requests nothing
+    // The last block requests nothing.
+    size_t share = next_count && !kPaced ? 0 : shares;
+    bool pace = kPaced && next_count;
     const T* k_next = next_count ? KvHeadRow<T>(kv, kv.k_pages, next, kv_offset) : nullptr;
     const T* v_next = next_count ? KvHeadRow<T>(kv, kv.v_pages, next, kv_offset) : nullptr;
     const auto prefetch_share = [&] {
@@ -567,6 +576,10 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
         }
         block.template AddWeightedV<kRows>(d, w, n, head_dim, o);
       };
+      if constexpr (kPaced) {
+        block.PaceNext(pace ? k_next : nullptr, pace ? v_next : nullptr);
+        pace = false;
+      }
       WithRowCount<Block::kRows>(m, attend);
       prefetch_share();
     }

@@ -105,6 +105,11 @@ POCKET_BF16_ATTR HWY_INLINE void DotStep(const uint32_t* HWY_RESTRICT p, const u
   }
 }
 
+// Asks for the 4 lines a DotStep at p loads, into L1.
+HWY_INLINE void PrefetchStep(const uint32_t* p) {
+  for (size_t i = 0; i < 4; ++i) __builtin_prefetch(p + 16 * i, /*rw=*/0, /*locality=*/3);
+}
+
 POCKET_BF16_ATTR HWY_INLINE void Load4(const float* HWY_RESTRICT p, __m512 (&v)[4]) {
   for (size_t i = 0; i < 4; ++i) v[i] = _mm512_loadu_ps(p + 16 * i);
 }
@@ -140,6 +145,21 @@ struct Bf16Block {
   size_t k_pair_stride = kScoreBlock;
   const uint32_t* v_pairs = nullptr;
   size_t odd_pair = kNoPair;
+  // A block read in place can ask for the next one as it is read: while
+  // next_k_pairs / next_v_pairs are set (PaceNext), each K or V step of the
+  // products first asks for the lines at the same place in the next block,
+  // so its misses are spread over this block's loads, one per line. (A
+  // share of requests after each group of rows, the other Block's way,
+  // leaves half the next block to be asked for at the end of this one.)
+  static constexpr bool kPacedPrefetch = true;
+  const uint32_t* next_k_pairs = nullptr;
+  const uint32_t* next_v_pairs = nullptr;
+
+  // The next block's K and V in the page layout (bf16 pairs), or null.
+  HWY_INLINE void PaceNext(const void* k_block, const void* v_block) {
+    next_k_pairs = static_cast<const uint32_t*>(k_block);
+    next_v_pairs = static_cast<const uint32_t*>(v_block);
+  }
 
   // The rows' queries in bf16, once per call of AttendGroup.
   POCKET_BF16_ATTR void PrepareRows(size_t rows, size_t head_dim) {
@@ -204,7 +224,11 @@ struct Bf16Block {
       for (size_t r = 0; r < kRows; ++r) {
         for (size_t i = 0; i < 4; ++i) acc[r][i] = _mm512_setzero_ps();
       }
-      for (size_t c = 0; c < pairs; ++c) DotStep(k_pairs + c * k_pair_stride + p, q, c, acc);
+      for (size_t c = 0; c < pairs; ++c) {
+        const size_t at = c * k_pair_stride + p;
+        if (next_k_pairs != nullptr) PrefetchStep(next_k_pairs + at);
+        DotStep(k_pairs + at, q, c, acc);
+      }
       for (size_t r = 0; r < kRows; ++r) Store4(acc[r], scores[r] + p);
     }
     // A block's last positions: one vector per row, its channel pairs split
@@ -248,7 +272,11 @@ struct Bf16Block {
     for (; c + 64 <= head_dim; c += 64) {
       __m512 acc[kRows][4];
       for (size_t r = 0; r < kRows; ++r) Load4(out[r] + c, acc[r]);
-      for (size_t p = 0; p < whole; ++p) DotStep(v_pairs + p * head_dim + c, weights, p, acc);
+      for (size_t p = 0; p < whole; ++p) {
+        const size_t at = p * head_dim + c;
+        if (next_v_pairs != nullptr) PrefetchStep(next_v_pairs + at);
+        DotStep(v_pairs + at, weights, p, acc);
+      }
       if (whole < pairs) {
         for (size_t r = 0; r < kRows; ++r) {
           const __m512bh b = BroadcastPair(weights[r], whole);
