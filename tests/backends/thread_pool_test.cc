@@ -147,6 +147,27 @@ TEST(ThreadPoolTest, DefaultUsesAllCoresAndSurvivesIdleSleep) {
   EXPECT_EQ(total.load(), 24);
 }
 
+// A job posted while the workers sleep wakes them: with enough long tasks
+// that the caller cannot run them all before a woken worker arrives (40 of
+// 1 ms: a wake-up takes well under the 20 ms of the caller's own range even
+// on a loaded machine), the worker takes some. (The caller runs its first
+// task before it looks for sleepers; a missed wake-up would leave every
+// task to it.)
+TEST(ThreadPoolTest, JobAfterIdleSleepWakesTheWorkers) {
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin time
+    std::atomic<int> by_worker{0};
+    pool.ParallelFor(40, [&](size_t, size_t thread) {
+      if (thread != 0) by_worker.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+    EXPECT_GT(by_worker.load(), 0) << "round " << round;
+  }
+}
+
 #ifdef __linux__
 // pin_threads: worker 1 runs on core 1 alone when the process may use core 1,
 // and keeps the process's cores otherwise (pinning never fails a pool).

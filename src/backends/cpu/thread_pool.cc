@@ -84,7 +84,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
-    stop_.store(true);
+    job_.stop.store(true);
   }
   wake_.notify_all();
   for (std::thread& w : workers_) w.join();
@@ -95,10 +95,14 @@ ThreadPool::~ThreadPool() {
 // and an older tag before that. A newer tag means the job has ended: the
 // caller only posts a job once every task of the last one has finished,
 // so a worker that wakes late stops there without running anything.
-void ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks) {
+void ThreadPool::RunTask(size_t thread, uint64_t tag, size_t task, size_t* finished) {
+  job_.fn(job_.ctx, job_.base + task, thread);
+  slots_[thread].done.store(Pack(tag, ++*finished), std::memory_order_release);
+}
+
+void ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks, size_t finished) {
   t_pool = this;
   t_thread = thread;
-  size_t finished = 0;
   // Runs range r's unclaimed tasks; false once the job has ended.
   const auto drain = [&](size_t r) {
     const size_t end = num_tasks * (r + 1) / num_threads_;
@@ -115,8 +119,7 @@ void ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks) {
       }
       // The claimed task keeps the job from ending, so fn, ctx and base
       // are still this job's.
-      job_.fn(job_.ctx, job_.base + next, thread);
-      slots_[thread].done.store(Pack(tag, ++finished), std::memory_order_release);
+      RunTask(thread, tag, next, &finished);
       word = claimed;
     }
   };
@@ -152,15 +155,39 @@ void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
 
 void ThreadPool::RunJob(uint64_t tag, size_t base, size_t num_tasks) {
   job_.base = base;
-  // Sequentially consistent with the read of sleepers_ after it, and with a
-  // worker's increment of sleepers_ before it checks for work: either this
-  // thread sees the sleeper and wakes it, or the worker sees the job.
-  job_.word.store(Pack(tag, num_tasks));
-  if (sleepers_.load() > 0) {
+  // The caller claims the first task of its range before posting, with a
+  // plain store (no other thread can see the job yet), and runs it at once:
+  // the post's stores then reach the workers while it works. Claimed with a
+  // locked instruction after the post, the task started only once the
+  // workers' copies of the job's lines had been taken back: 0.95 us after
+  // the call on 2 threads, against 0.01 now.
+  const bool first = num_tasks / num_threads_ > 0;  // range 0 is not empty
+  if (first) slots_[0].claim.store(Pack(tag, 1), std::memory_order_relaxed);
+  // Release: a worker that sees the tag sees fn, ctx, base and the claim.
+  job_.word.store(Pack(tag, num_tasks), std::memory_order_release);
+  const auto wake_sleepers = [&] {
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     wake_.notify_all();
+  };
+  // Workers that have been asleep a while are woken before the first task
+  // (the first job after a pause is often one long task per thread).
+  wake_sleepers();
+  size_t finished = 0;
+  if (first) {
+    t_pool = this;  // a nested ParallelFor in the task runs inline
+    t_thread = 0;
+    RunTask(0, tag, 0, &finished);
+    t_pool = nullptr;
   }
-  RunShare(0, tag, num_tasks);
+  // With the worker's increment of sleepers_ before it checks for work
+  // (both sequentially consistent): either this thread sees the sleeper and
+  // wakes it, or the worker sees the job. After the first task the fence
+  // finds the post's stores long done and costs nothing; a worker that fell
+  // asleep just as the job was posted wakes one task later.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_sleepers();
+  RunShare(0, tag, num_tasks, finished);
   const auto all_done = [&] {
     size_t total = 0;
     for (size_t t = 0; t < num_threads_; ++t) {
@@ -177,7 +204,7 @@ void ThreadPool::WorkerLoop(size_t thread) {
   uint64_t word = 0;
   const auto has_work = [&] {
     word = job_.word.load();
-    return TagOf(word) != seen || stop_.load();
+    return TagOf(word) != seen || job_.stop.load();
   };
   for (;;) {
     if (!SpinUntil(has_work)) {
@@ -186,9 +213,9 @@ void ThreadPool::WorkerLoop(size_t thread) {
       wake_.wait(lock, has_work);
       sleepers_.fetch_sub(1);
     }
-    if (stop_.load()) return;
+    if (job_.stop.load()) return;
     seen = TagOf(word);
-    RunShare(thread, seen, CountOf(word));
+    RunShare(thread, seen, CountOf(word), 0);
   }
 }
 
