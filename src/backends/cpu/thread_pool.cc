@@ -105,12 +105,12 @@ void ThreadPool::RunShare(size_t thread, uint64_t tag, size_t num_tasks, size_t 
   t_thread = thread;
   // Runs range r's unclaimed tasks; false once the job has ended.
   const auto drain = [&](size_t r) {
-    const size_t end = num_tasks * (r + 1) / num_threads_;
+    const size_t end = RangeBegin(num_tasks, r + 1);
     std::atomic<uint64_t>& claim = slots_[r].claim;
     uint64_t word = claim.load(std::memory_order_acquire);
     for (;;) {
       if (TagOf(word) > tag) return false;
-      const size_t next = TagOf(word) == tag ? CountOf(word) : num_tasks * r / num_threads_;
+      const size_t next = TagOf(word) == tag ? CountOf(word) : RangeBegin(num_tasks, r);
       if (next >= end) return true;
       const uint64_t claimed = Pack(tag, next + 1);
       if (!claim.compare_exchange_weak(word, claimed, std::memory_order_acq_rel,
@@ -161,7 +161,7 @@ void ThreadPool::RunJob(uint64_t tag, size_t base, size_t num_tasks) {
   // locked instruction after the post, the task started only once the
   // workers' copies of the job's lines had been taken back: 0.95 us after
   // the call on 2 threads, against 0.01 now.
-  const bool first = num_tasks / num_threads_ > 0;  // range 0 is not empty
+  const bool first = RangeBegin(num_tasks, 1) > 0;  // range 0 is not empty
   if (first) slots_[0].claim.store(Pack(tag, 1), std::memory_order_relaxed);
   // Release: a worker that sees the tag sees fn, ctx, base and the claim.
   job_.word.store(Pack(tag, num_tasks), std::memory_order_release);

@@ -61,6 +61,9 @@ class ThreadPool {
   // Runs the job tagged `tag` (num_tasks tasks from task base): posts it,
   // takes the caller's share and waits until every task has finished.
   void RunJob(uint64_t tag, size_t base, size_t num_tasks);
+  // The first task of thread t's range of a job of num_tasks tasks (t =
+  // NumThreads(): the end of the last range).
+  size_t RangeBegin(size_t num_tasks, size_t t) const { return num_tasks * t / num_threads_; }
   // Runs task `task` of job `tag` on `thread` and counts it in the thread's
   // completion word, which then holds ++*finished.
   void RunTask(size_t thread, uint64_t tag, size_t task, size_t* finished);
