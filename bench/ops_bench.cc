@@ -16,6 +16,7 @@
 #include "backends/cpu/ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "quant/rows16.h"
+#include "util/cache_line_vector.h"
 #include "util/fp16.h"
 
 namespace pocket::cpu {
@@ -138,7 +139,9 @@ void AttentionCase(benchmark::State& state, bool cold_kv) {
   const std::vector<float> k = RandomActivations(ctx * kv_dim);
   KvAppend(kv, 0, k.data(), k.data(), ctx);
   const std::vector<float> q = RandomActivations(n * heads * head_dim);
-  std::vector<float> out(n * heads * head_dim);
+  // On a cache line, as the executor's buffers are: the kv heads' tasks
+  // write neighbouring rows.
+  CacheLineVector<float> out(n * heads * head_dim);
   std::vector<uint8_t> evict(cold_kv ? size_t{64} << 20 : 0);
   const size_t tasks = pool.NumThreads(), share = evict.size() / tasks;
   for (auto _ : state) {

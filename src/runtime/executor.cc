@@ -34,8 +34,8 @@ size_t TempFloats(const Plan& plan, size_t rows, size_t tail_rows) {
 
 // Resizes to exactly `size` floats when it must grow: scratch holds nothing
 // between runs, and an exact size keeps the budget's count exact.
-void Grow(std::vector<float>* v, size_t size) {
-  if (v->size() < size) std::vector<float>(size).swap(*v);
+void Grow(CacheLineVector<float>* v, size_t size) {
+  if (v->size() < size) CacheLineVector<float>(size).swap(*v);
 }
 
 }  // namespace

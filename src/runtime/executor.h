@@ -12,6 +12,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "runtime/kv_cache.h"
 #include "runtime/plan.h"
+#include "util/cache_line_vector.h"
 
 namespace pocket {
 
@@ -52,13 +53,13 @@ class Executor {
   cpu::AttentionMath attention_math_;
   size_t rows_ = 0;       // rows every buffer can hold
   size_t tail_rows_ = 0;  // rows the tail-only slots can hold
-  std::vector<std::vector<float>> slots_;
-  std::vector<float> temp_;  // for ops whose output aliases an input
+  std::vector<CacheLineVector<float>> slots_;
+  CacheLineVector<float> temp_;  // for ops whose output aliases an input
   std::vector<int32_t> positions_;
   // Every layer rotates q and k at the same positions with the same angles,
   // so one table per run serves them all (cpu::RopeTable); the key says
   // which angles it holds, rope_head_dim_ 0 meaning none yet.
-  std::vector<float> rope_table_;
+  CacheLineVector<float> rope_table_;
   size_t rope_head_dim_ = 0;
   float rope_theta_ = 0.0f;
   RopeStyle rope_style_ = RopeStyle::kNeox;
