@@ -16,6 +16,7 @@
 
 namespace pocket {
 
+// Also what the thread pool pads its shared words to (thread_pool.h).
 constexpr size_t kCacheLineBytes = 64;
 
 template <typename T>

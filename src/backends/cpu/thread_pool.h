@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/cache_line_vector.h"  // kCacheLineBytes
+
 namespace pocket::cpu {
 
 struct ThreadPoolOptions {
@@ -80,8 +82,10 @@ class ThreadPool {
   // work, are the cost of a decode step's short jobs), and a worker's claim
   // does not wait for the line the caller polls for its completions.
   struct Slot {
-    alignas(64) std::atomic<uint64_t> claim{0};  // Pack(tag, next unclaimed task of the range)
-    alignas(64) std::atomic<uint64_t> done{0};   // Pack(tag, tasks this thread finished)
+    // Pack(tag, next unclaimed task of the range)
+    alignas(kCacheLineBytes) std::atomic<uint64_t> claim{0};
+    // Pack(tag, tasks this thread finished)
+    alignas(kCacheLineBytes) std::atomic<uint64_t> done{0};
   };
 
   size_t num_threads_;
@@ -95,9 +99,9 @@ class ThreadPool {
   // 9.25 us instead of 8.93). fn, ctx and base are read after a task is
   // claimed, when the job is known not to have ended.
   struct Job {
-    alignas(64) std::atomic<uint64_t> word{0};  // Pack(tag, number of tasks)
+    alignas(kCacheLineBytes) std::atomic<uint64_t> word{0};  // Pack(tag, number of tasks)
     std::atomic<bool> stop{false};
-    alignas(64) TaskFn fn = nullptr;
+    alignas(kCacheLineBytes) TaskFn fn = nullptr;
     const void* ctx = nullptr;
     size_t base = 0;  // task index of claim 0 (jobs over kMaxTasks are split)
   };
