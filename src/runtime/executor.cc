@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "backends/cpu/ops.h"
@@ -77,6 +78,28 @@ namespace {
 // decoded token (one row) is not worth waking the pool for.
 constexpr size_t kMinRowsPerTask = 8;
 
+// Adds the wall time from its construction to its destruction to op's entry
+// in `times`, when there is one.
+class StepTimer {
+ public:
+  StepTimer(OpTimes* times, OpKind op) : times_(times), op_(static_cast<size_t>(op)) {
+    if (times_ != nullptr) start_ = std::chrono::steady_clock::now();
+  }
+  ~StepTimer() {
+    if (times_ == nullptr) return;
+    times_->seconds[op_] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    ++times_->steps[op_];
+  }
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+ private:
+  OpTimes* times_;
+  size_t op_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // Calls fn(r0, r1) over slices of [0, rows) on the pool. Row-wise ops
 // (embedding, norms, rope, swiglu, add) then take their share of a prefill
 // instead of leaving the other threads waiting for the calling one.
@@ -127,8 +150,10 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
 
   const size_t end = output == Output::kNone ? plan_->row_wise_tail : plan_->steps.size();
   bool logits_written = false;
+  if (op_times_ != nullptr) ++op_times_->runs;
   for (size_t i = 0; i < end; ++i) {
     const PlanStep& s = plan_->steps[i];
+    const StepTimer timer(op_times_, s.op);
     // After the last attention every op is row-wise, so when only the last
     // token's logits are wanted the tail runs on that row alone.
     const bool last_only = output == Output::kLastRow && i >= plan_->row_wise_tail;

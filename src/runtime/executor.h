@@ -11,6 +11,7 @@
 
 #include "backends/cpu/thread_pool.h"
 #include "runtime/kv_cache.h"
+#include "runtime/op_times.h"
 #include "runtime/plan.h"
 #include "util/cache_line_vector.h"
 
@@ -32,6 +33,10 @@ class Executor {
   void Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
            cpu::ThreadPool* pool, float* logits);
 
+  // Adds every step's wall time to *times from the next Run on (null: no
+  // timing, the default). Not owned.
+  void set_op_times(OpTimes* times) { op_times_ = times; }
+
   // Bytes held by the scratch buffers.
   size_t scratch_bytes() const;
   // Bytes the scratch buffers hold after running chunks of up to n tokens
@@ -49,6 +54,7 @@ class Executor {
   void WarmKvAppend(size_t from, size_t end, const KvCache& kv, size_t pos) const;
 
   const Plan* plan_;
+  OpTimes* op_times_ = nullptr;
   cpu::QuantMath math_;
   cpu::AttentionMath attention_math_;
   size_t rows_ = 0;       // rows every buffer can hold

@@ -87,6 +87,11 @@ class Session {
   Status Save(const std::string& path) const;
   Status Load(const std::string& path);
 
+  // Every evaluation from now on adds its steps' wall times to *times (null
+  // to stop; not owned): where a token's time goes, by kind of op. Only
+  // the CPU executor times its steps; a session on OpenCL adds nothing.
+  void set_op_times(OpTimes* times) { executor_.set_op_times(times); }
+
   // Positions the budget and the context allow for kLast evaluation.
   size_t max_tokens() const { return TokenLimit(LogitsMode::kLast, 1); }
   // What the session holds now, by category.

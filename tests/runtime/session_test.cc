@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/generate.h"
+#include "runtime/op_times.h"
 #include "tests/runtime/stories_fixture.h"
 
 namespace pocket {
@@ -235,6 +236,52 @@ TEST(SessionTest, StopStringIsHeldBackAndCut) {
   EXPECT_EQ(r.stop, "stop_string");
   EXPECT_EQ(streamed, golden_text.substr(0, at));
   EXPECT_EQ(r.text, streamed);
+}
+
+// The op timer counts every step of every run it sees, and timing changes
+// no result. Expected counts come from the architecture: a Llama layer has
+// one attention and four Linear steps (q/k/v, output, gate/up, down; each
+// group on one input is one step), and the tied output projection is one
+// more Linear per run.
+TEST(SessionTest, OpTimesCountEveryStepAndChangeNothing) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  const size_t layers = static_cast<size_t>(model->config().n_layers);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  Session timed(model, SessionOptions());
+  Session plain(model, SessionOptions());
+  OpTimes times;
+  timed.set_op_times(&times);
+  std::vector<float> a, b;
+  ASSERT_TRUE(timed.Eval(prompt, LogitsMode::kLast, &a).ok());
+  ASSERT_TRUE(plain.Eval(prompt, LogitsMode::kLast, &b).ok());
+  EXPECT_EQ(a, b);
+  for (int i = 0; i < 3; ++i) {
+    const int32_t next = ArgMax(a);
+    ASSERT_TRUE(timed.Eval({next}, LogitsMode::kLast, &a).ok());
+    ASSERT_TRUE(plain.Eval({next}, LogitsMode::kLast, &b).ok());
+    EXPECT_EQ(a, b);
+  }
+  const uint64_t runs = 4;  // one prefill chunk, three decoded tokens
+  EXPECT_EQ(times.runs, runs);
+  const auto kind = [](OpKind op) { return static_cast<size_t>(op); };
+  EXPECT_EQ(times.steps[kind(OpKind::kEmbed)], runs);
+  EXPECT_EQ(times.steps[kind(OpKind::kAttention)], runs * layers);
+  EXPECT_EQ(times.steps[kind(OpKind::kLinear)], runs * (4 * layers + 1));
+  EXPECT_EQ(times.steps[kind(OpKind::kHeadRmsNorm)], 0u);  // Llama has no q/k norms
+  EXPECT_GT(times.seconds[kind(OpKind::kLinear)], 0.0);
+  EXPECT_GT(times.seconds[kind(OpKind::kAttention)], 0.0);
+  for (size_t k = 0; k < kOpKindCount; ++k) {
+    EXPECT_GE(times.seconds[k], 0.0) << OpKindName(static_cast<OpKind>(k));
+    if (times.steps[k] == 0) EXPECT_EQ(times.seconds[k], 0.0) << OpKindName(static_cast<OpKind>(k));
+  }
+
+  // Unset: nothing more is counted.
+  timed.set_op_times(nullptr);
+  const OpTimes before = times;
+  ASSERT_TRUE(timed.Eval({ArgMax(a)}, LogitsMode::kLast, &a).ok());
+  EXPECT_EQ(times.runs, before.runs);
+  for (size_t k = 0; k < kOpKindCount; ++k) EXPECT_EQ(times.steps[k], before.steps[k]);
 }
 
 TEST(SessionTest, KvPagesGrowOnDemandAndAreReturned) {

@@ -1,7 +1,8 @@
 // `pocket bench --json`: the documented keys are there, and with --roofline
 // the decode fraction is the median of runs each divided by the read probe
 // taken just before it, so it lies within the bounds that the runs' and the
-// probes' own spreads allow. Rates themselves are never asserted.
+// probes' own spreads allow; --op-times counts every step of the measured
+// runs. Rates themselves are never asserted.
 #include <string>
 
 #include <gtest/gtest.h>
@@ -42,6 +43,7 @@ TEST(BenchCli, ReportsTheRunShapeWithoutARoofline) {
   ExpectOrderedStats(j["prefill_tok_s"], "prefill_tok_s");
   ExpectOrderedStats(j["decode_tok_s"], "decode_tok_s");
   EXPECT_FALSE(j.contains("roofline"));
+  EXPECT_FALSE(j.contains("op_times"));
 }
 
 TEST(BenchCli, DecodeFractionIsTheMedianOfPairedRuns) {
@@ -66,6 +68,43 @@ TEST(BenchCli, DecodeFractionIsTheMedianOfPairedRuns) {
   for (const char* key : {"int8_gemv_peak_gmac_s", "int8_gemm_peak_gmac_s",
                           "decode_compute_fraction", "prefill_compute_fraction"}) {
     EXPECT_GT(r[key].get<double>(), 0.0) << key;
+  }
+}
+
+// --op-times covers the measured runs: every step of each token (stories260K
+// has 5 Llama layers, tests/data/stories260K-hf/config.json: one attention
+// and four Linear groups each, plus the tied output projection), and the
+// ops with the time outside them add up to the phase, whose mean rate lies
+// within the runs' own spread.
+TEST(BenchCli, OpTimesCoverTheMeasuredRuns) {
+  const nlohmann::json j = Bench("--op-times");
+  ASSERT_TRUE(j.is_object());
+  ASSERT_TRUE(j["op_times"].is_object());
+  constexpr double kLayers = 5;
+  const nlohmann::json& decode = j["op_times"]["decode"];
+  const nlohmann::json& prefill = j["op_times"]["prefill"];
+  ASSERT_TRUE(decode.is_object());
+  ASSERT_TRUE(prefill.is_object());
+  EXPECT_EQ(decode["embed"]["steps_per_token"], 1.0);
+  EXPECT_EQ(decode["attention"]["steps_per_token"], kLayers);
+  EXPECT_EQ(decode["linear"]["steps_per_token"], 4 * kLayers + 1);
+  EXPECT_FALSE(decode.contains("head_rms_norm"));                   // Llama has no q/k norms
+  EXPECT_EQ(prefill["attention"]["steps_per_token"], kLayers / 8);  // one 8-token chunk
+  for (const char* phase : {"prefill", "decode"}) {
+    const nlohmann::json& p = j["op_times"][phase];
+    double share = 0, ms = 0;
+    for (const auto& [op, t] : p.items()) {
+      EXPECT_GE(t["ms_per_token"].get<double>(), 0.0) << phase << " " << op;
+      EXPECT_GE(t["share"].get<double>(), 0.0) << phase << " " << op;
+      share += t["share"].get<double>();
+      ms += t["ms_per_token"].get<double>();
+    }
+    EXPECT_NEAR(share, 1.0, 1e-9) << phase;
+    // The runs' total time over their tokens: its rate is the harmonic mean
+    // of the runs' rates, so within their min and max.
+    const nlohmann::json& rate = j[std::string(phase) + "_tok_s"];
+    EXPECT_GE(1e3 / ms, rate["min"].get<double>() * (1 - 1e-9)) << phase;
+    EXPECT_LE(1e3 / ms, rate["max"].get<double>() * (1 + 1e-9)) << phase;
   }
 }
 

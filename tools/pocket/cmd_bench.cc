@@ -26,13 +26,15 @@ namespace {
 
 const char kBenchHelp[] =
     "usage: pocket bench -m FILE [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
-    "                    [--quant-math int8|f32] [--roofline] [--json]\n\n"
+    "                    [--quant-math int8|f32] [--roofline] [--op-times] [--json]\n\n"
     "  -p, --n-prompt N      prefill length in tokens (random valid ids; default 512)\n"
     "  -n, --n-gen N         decoded tokens after the prefill (default 128)\n"
     "  -r, --repetitions N   measured runs after one warm-up (default 5)\n"
     "  --roofline            also measure read bandwidth and int8 kernel peak and\n"
     "                        report decode/prefill as fractions of them (adds -r\n"
     "                        runs, each right after a read probe it is compared to)\n"
+    "  --op-times            also report where the measured runs' time went, per\n"
+    "                        token and kind of op (each op reads the clock twice)\n"
     "  --json                print one JSON object (keys in docs/cli.md)\n";
 
 struct Stats {
@@ -96,6 +98,62 @@ Json StatsJson(const Stats& s) {
   return Json{{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
+// Op times of one phase (prefill or decode) of the measured runs, and the
+// phase's whole time and tokens.
+struct PhaseTimes {
+  OpTimes ops;
+  double seconds = 0;
+  int64_t tokens = 0;
+
+  bool empty() const { return tokens <= 0 || seconds <= 0; }
+  // The kinds of op that ran, the longest first.
+  std::vector<size_t> KindsRun() const {
+    std::vector<size_t> kinds;
+    for (size_t k = 0; k < kOpKindCount; ++k) {
+      if (ops.steps[k] != 0) kinds.push_back(k);
+    }
+    std::sort(kinds.begin(), kinds.end(),
+              [&](size_t a, size_t b) { return ops.seconds[a] > ops.seconds[b]; });
+    return kinds;
+  }
+  // The phase's seconds in no step: sampling, the session's bookkeeping,
+  // the executor between steps.
+  double Outside() const {
+    double t = seconds;
+    for (double op : ops.seconds) t -= op;
+    return t;
+  }
+  double MsPerToken(double s) const { return 1e3 * s / static_cast<double>(tokens); }
+};
+
+// {op: {ms_per_token, share, steps_per_token}} for the ops that ran, and
+// "outside_steps": {ms_per_token, share}.
+Json PhaseJson(const PhaseTimes& p) {
+  Json out = Json::object();
+  if (p.empty()) return out;
+  for (size_t k : p.KindsRun()) {
+    out[OpKindName(static_cast<OpKind>(k))] =
+        Json{{"ms_per_token", p.MsPerToken(p.ops.seconds[k])},
+             {"share", p.ops.seconds[k] / p.seconds},
+             {"steps_per_token", static_cast<double>(p.ops.steps[k]) / p.tokens}};
+  }
+  out["outside_steps"] =
+      Json{{"ms_per_token", p.MsPerToken(p.Outside())}, {"share", p.Outside() / p.seconds}};
+  return out;
+}
+
+// One line per phase: each op's ms per token and share, the longest first.
+void PrintPhase(const char* name, const PhaseTimes& p) {
+  if (p.empty()) return;
+  std::printf("op times   %-8s", name);
+  for (size_t k : p.KindsRun()) {
+    std::printf(" %s %.3f ms (%.0f%%),", OpKindName(static_cast<OpKind>(k)),
+                p.MsPerToken(p.ops.seconds[k]), 100 * p.ops.seconds[k] / p.seconds);
+  }
+  std::printf(" outside steps %.3f ms (%.0f%%) per token\n", p.MsPerToken(p.Outside()),
+              100 * p.Outside() / p.seconds);
+}
+
 int32_t ArgMax(const std::vector<float>& v) {
   return static_cast<int32_t>(cpu::Argmax(v.data(), v.size()));
 }
@@ -105,20 +163,25 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 }
 
 // One measured run: from an empty cache, the prompt, then n_gen greedy
-// tokens one at a time; prefill and decode timed separately. False, with
-// the error on stderr, if an evaluation failed.
+// tokens one at a time; prefill and decode timed separately, and their ops
+// added to *prefill_ops and *decode_ops unless null. False, with the error
+// on stderr, if an evaluation failed.
 bool TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_gen,
-              double* prefill_s, double* decode_s) {
+              double* prefill_s, double* decode_s, OpTimes* prefill_ops = nullptr,
+              OpTimes* decode_ops = nullptr) {
   std::vector<float> logits;
   session->Reset();
+  session->set_op_times(prefill_ops);
   auto t0 = std::chrono::steady_clock::now();
   Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
   *prefill_s = SecondsSince(t0);
+  session->set_op_times(decode_ops);
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; s.ok() && i < n_gen; ++i) {
     s = session->Eval({ArgMax(logits)}, LogitsMode::kLast, &logits);
   }
   *decode_s = SecondsSince(t0);
+  session->set_op_times(nullptr);
   if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
   return s.ok();
 }
@@ -130,7 +193,7 @@ int CmdBench(int argc, char** argv) {
   values.push_back("-p|--n-prompt");
   values.push_back("-n|--n-gen");
   values.push_back("-r|--repetitions");
-  Args args(values, WithModelBoolFlags({"-h|--help", "--json", "--roofline"}));
+  Args args(values, WithModelBoolFlags({"-h|--help", "--json", "--roofline", "--op-times"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchHelp);
     return kExitUsage;
@@ -171,11 +234,23 @@ int CmdBench(int argc, char** argv) {
   Session session(&model, loaded.session);
   double prefill_s = 0, decode_s = 0;  // of the latest TimedRun
   std::vector<double> prefill_rates, decode_rates;
+  const bool op_times = args.Has("--op-times");
+  PhaseTimes prefill_ops, decode_ops;  // of the measured runs, with --op-times
   for (int64_t run = 0; run <= reps; ++run) {
-    if (!TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s)) return kExitError;
+    const bool timed = op_times && run > 0;  // not the warm-up
+    if (!TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s,
+                  timed ? &prefill_ops.ops : nullptr, timed ? &decode_ops.ops : nullptr)) {
+      return kExitError;
+    }
     if (run == 0) continue;  // warm-up
     prefill_rates.push_back(n_prompt / prefill_s);
     decode_rates.push_back(n_gen / decode_s);
+    if (timed) {
+      prefill_ops.seconds += prefill_s;
+      prefill_ops.tokens += n_prompt;
+      decode_ops.seconds += decode_s;
+      decode_ops.tokens += n_gen;
+    }
   }
   const Stats prefill = Summarize(prefill_rates);
   const Stats decode = Summarize(decode_rates);
@@ -264,6 +339,10 @@ int CmdBench(int argc, char** argv) {
                              {"paired_decode_tok_s", StatsJson(paired_decode)},
                              {"decode_bandwidth_fraction_stats", StatsJson(decode_read_fraction)}};
     }
+    if (op_times) {
+      out["op_times"] =
+          Json{{"prefill", PhaseJson(prefill_ops)}, {"decode", PhaseJson(decode_ops)}};
+    }
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("model      %s (%d threads, kv %s%s)\n", args.Get("-m").c_str(), model.threads(),
@@ -282,6 +361,10 @@ int CmdBench(int argc, char** argv) {
     std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
                 weight_gb * 1e3, decode_gmac_s);
     std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);
+    if (op_times) {
+      PrintPhase("prefill", prefill_ops);
+      PrintPhase("decode", decode_ops);
+    }
     if (cpu_s_per_inference >= 0) {
       std::printf("cpu time   %.2f s per standard inference (1024 in, 128 out; user + sys)\n",
                   cpu_s_per_inference);
