@@ -28,6 +28,7 @@ enum class OpKind : uint8_t {
   kSwiglu,
   kAdd,
 };
+// How many kinds there are (OpTimes has an entry for each): kAdd is the last.
 constexpr size_t kOpKindCount = static_cast<size_t>(OpKind::kAdd) + 1;
 
 const char* OpKindName(OpKind op);
