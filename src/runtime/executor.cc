@@ -79,17 +79,22 @@ namespace {
 constexpr size_t kMinRowsPerTask = 8;
 
 // Adds the wall time from its construction to its destruction to op's entry
-// in `times`, when there is one.
+// and to step `step`'s in `times`, when there is one (its step vectors sized
+// to the plan).
 class StepTimer {
  public:
-  StepTimer(OpTimes* times, OpKind op) : times_(times), op_(static_cast<size_t>(op)) {
+  StepTimer(OpTimes* times, OpKind op, size_t step)
+      : times_(times), op_(static_cast<size_t>(op)), step_(step) {
     if (times_ != nullptr) start_ = std::chrono::steady_clock::now();
   }
   ~StepTimer() {
     if (times_ == nullptr) return;
-    times_->seconds[op_] +=
+    const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    times_->seconds[op_] += s;
     ++times_->steps[op_];
+    times_->step_seconds[step_] += s;
+    ++times_->step_count[step_];
   }
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
@@ -97,6 +102,7 @@ class StepTimer {
  private:
   OpTimes* times_;
   size_t op_;
+  size_t step_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -150,10 +156,14 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
 
   const size_t end = output == Output::kNone ? plan_->row_wise_tail : plan_->steps.size();
   bool logits_written = false;
-  if (op_times_ != nullptr) ++op_times_->runs;
+  if (op_times_ != nullptr) {
+    ++op_times_->runs;
+    op_times_->step_seconds.resize(plan_->steps.size());
+    op_times_->step_count.resize(plan_->steps.size());
+  }
   for (size_t i = 0; i < end; ++i) {
     const PlanStep& s = plan_->steps[i];
-    const StepTimer timer(op_times_, s.op);
+    const StepTimer timer(op_times_, s.op, i);
     // After the last attention every op is row-wise, so when only the last
     // token's logits are wanted the tail runs on that row alone.
     const bool last_only = output == Output::kLastRow && i >= plan_->row_wise_tail;

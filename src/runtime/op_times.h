@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "runtime/plan.h"
 
@@ -15,6 +17,22 @@ struct OpTimes {
   double seconds[kOpKindCount] = {};
   uint64_t steps[kOpKindCount] = {};
   uint64_t runs = 0;  // Executor::Run calls (chunks or decoded tokens)
+  // The same by plan step (indexed like Plan::steps; the executor sizes
+  // them): a group of Linears is counted at its first step only.
+  std::vector<double> step_seconds;
+  std::vector<uint64_t> step_count;
 };
+
+// The Linears' share of `times` by the values they write, summed over the
+// layers: "q+k+v" for a group on one input, "o", "logits". Entries come in
+// plan order, one per distinct name; Linears that never ran are left out.
+// Small Linears are where threads gain least (docs/performance.md), and the
+// per-kind total hides them.
+struct LinearTime {
+  std::string outputs;
+  double seconds = 0;
+  uint64_t steps = 0;
+};
+std::vector<LinearTime> LinearTimesByOutput(const Plan& plan, const OpTimes& times);
 
 }  // namespace pocket

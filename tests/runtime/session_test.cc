@@ -275,6 +275,21 @@ TEST(SessionTest, OpTimesCountEveryStepAndChangeNothing) {
     EXPECT_GE(times.seconds[k], 0.0) << OpKindName(static_cast<OpKind>(k));
     if (times.steps[k] == 0) EXPECT_EQ(times.seconds[k], 0.0) << OpKindName(static_cast<OpKind>(k));
   }
+  // The Linears by output: the graph's groups on one input (q, k, v; gate,
+  // up), each layer's o and down, and the tied head once per run, adding up
+  // to the Linears' total.
+  EXPECT_EQ(times.step_count.size(), model->plan().steps.size());
+  const std::vector<LinearTime> linears = LinearTimesByOutput(model->plan(), times);
+  const std::vector<std::string> names = {"q+k+v", "o", "g+u", "d", "logits"};
+  ASSERT_EQ(linears.size(), names.size());
+  double linear_seconds = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(linears[i].outputs, names[i]);
+    EXPECT_EQ(linears[i].steps, names[i] == "logits" ? runs : runs * layers) << names[i];
+    EXPECT_GT(linears[i].seconds, 0.0) << names[i];
+    linear_seconds += linears[i].seconds;
+  }
+  EXPECT_NEAR(linear_seconds, times.seconds[kind(OpKind::kLinear)], 1e-9 * linear_seconds);
 
   // Unset: nothing more is counted.
   timed.set_op_times(nullptr);

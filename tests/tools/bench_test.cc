@@ -3,7 +3,9 @@
 // taken just before it, so it lies within the bounds that the runs' and the
 // probes' own spreads allow; --op-times counts every step of the measured
 // runs. Rates themselves are never asserted.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -100,6 +102,23 @@ TEST(BenchCli, OpTimesCoverTheMeasuredRuns) {
       ms += t["ms_per_token"].get<double>();
     }
     EXPECT_NEAR(share, 1.0, 1e-9) << phase;
+    // The Linears by output add up to the Linears; the head runs once per
+    // token decoded and once per prefill chunk (8 tokens).
+    const nlohmann::json& by_output = p["linear"]["by_output"];
+    ASSERT_TRUE(by_output.is_object()) << phase;
+    double linear_share = 0;
+    std::vector<std::string> names;
+    for (const auto& [outputs, t] : by_output.items()) {
+      names.push_back(outputs);
+      linear_share += t["share"].get<double>();
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"d", "g+u", "logits", "o", "q+k+v"})) << phase;
+    EXPECT_NEAR(linear_share, p["linear"]["share"].get<double>(), 1e-9) << phase;
+    ASSERT_TRUE(by_output.contains("q+k+v") && by_output.contains("logits")) << phase;
+    const double chunks_per_token = std::string(phase) == "decode" ? 1 : 1.0 / 8;
+    EXPECT_EQ(by_output["q+k+v"]["steps_per_token"], kLayers * chunks_per_token) << phase;
+    EXPECT_EQ(by_output["logits"]["steps_per_token"], chunks_per_token) << phase;
     // The runs' total time over their tokens: its rate is the harmonic mean
     // of the runs' rates, so within their min and max.
     const nlohmann::json& rate = j[std::string(phase) + "_tok_s"];

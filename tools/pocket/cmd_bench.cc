@@ -102,6 +102,7 @@ Json StatsJson(const Stats& s) {
 // phase's whole time and tokens.
 struct PhaseTimes {
   OpTimes ops;
+  std::vector<LinearTime> linears;  // ops' Linears by output, once the runs are done
   double seconds = 0;
   int64_t tokens = 0;
 
@@ -126,23 +127,33 @@ struct PhaseTimes {
   double MsPerToken(double s) const { return 1e3 * s / static_cast<double>(tokens); }
 };
 
-// {op: {ms_per_token, share, steps_per_token}} for the ops that ran, and
-// "outside_steps": {ms_per_token, share}.
+// {ms_per_token, share, steps_per_token} of `seconds` over `steps` steps.
+Json TimeJson(const PhaseTimes& p, double seconds, uint64_t steps) {
+  return Json{{"ms_per_token", p.MsPerToken(seconds)},
+              {"share", seconds / p.seconds},
+              {"steps_per_token", static_cast<double>(steps) / p.tokens}};
+}
+
+// {op: {ms_per_token, share, steps_per_token}} for the ops that ran, the
+// linear entry with "by_output": {outputs: the same}, and "outside_steps":
+// {ms_per_token, share}.
 Json PhaseJson(const PhaseTimes& p) {
   Json out = Json::object();
   if (p.empty()) return out;
   for (size_t k : p.KindsRun()) {
-    out[OpKindName(static_cast<OpKind>(k))] =
-        Json{{"ms_per_token", p.MsPerToken(p.ops.seconds[k])},
-             {"share", p.ops.seconds[k] / p.seconds},
-             {"steps_per_token", static_cast<double>(p.ops.steps[k]) / p.tokens}};
+    out[OpKindName(static_cast<OpKind>(k))] = TimeJson(p, p.ops.seconds[k], p.ops.steps[k]);
+  }
+  if (!p.linears.empty()) {
+    Json& by_output = out[OpKindName(OpKind::kLinear)]["by_output"];
+    for (const LinearTime& l : p.linears) by_output[l.outputs] = TimeJson(p, l.seconds, l.steps);
   }
   out["outside_steps"] =
       Json{{"ms_per_token", p.MsPerToken(p.Outside())}, {"share", p.Outside() / p.seconds}};
   return out;
 }
 
-// One line per phase: each op's ms per token and share, the longest first.
+// Per phase, a line with each op's ms per token and share, the longest
+// first, and one with the Linears' by output, in plan order.
 void PrintPhase(const char* name, const PhaseTimes& p) {
   if (p.empty()) return;
   std::printf("op times   %-8s", name);
@@ -152,6 +163,13 @@ void PrintPhase(const char* name, const PhaseTimes& p) {
   }
   std::printf(" outside steps %.3f ms (%.0f%%) per token\n", p.MsPerToken(p.Outside()),
               100 * p.Outside() / p.seconds);
+  if (p.linears.empty()) return;
+  std::printf("           %-8s linear by output:", name);
+  for (size_t i = 0; i < p.linears.size(); ++i) {
+    const LinearTime& l = p.linears[i];
+    std::printf(" %s %.3f ms (%.0f%%)%s", l.outputs.c_str(), p.MsPerToken(l.seconds),
+                100 * l.seconds / p.seconds, i + 1 < p.linears.size() ? "," : "\n");
+  }
 }
 
 int32_t ArgMax(const std::vector<float>& v) {
@@ -252,6 +270,8 @@ int CmdBench(int argc, char** argv) {
       decode_ops.tokens += n_gen;
     }
   }
+  prefill_ops.linears = LinearTimesByOutput(model.plan(), prefill_ops.ops);
+  decode_ops.linears = LinearTimesByOutput(model.plan(), decode_ops.ops);
   const Stats prefill = Summarize(prefill_rates);
   const Stats decode = Summarize(decode_rates);
   const double kv_mib = session.memory().kv / (1024.0 * 1024.0);  // before the next run
