@@ -75,18 +75,16 @@ float QuantizationBound(const std::vector<float>& row, const float* x, size_t gr
   return static_cast<float>(bound);
 }
 
-void CheckLinearInt8(const Format& f, size_t rows, size_t cols, size_t n, bool with_bias,
-                     ThreadPool* pool, std::mt19937& rng) {
+// Linear with int8 activations on every target against the references:
+// w (rows x cols in format f) times x (n tokens), plus b where not null.
+void CheckAgainstReferences(const Format& f, const testing::TestWeight& w,
+                            const std::vector<float>& x, size_t n, const float* b,
+                            ThreadPool* pool) {
+  const size_t rows = w.view.rows, cols = w.view.cols;
   SCOPED_TRACE(::testing::Message()
                << DTypeName(f.dtype) << " g" << f.group << " " << LayoutName(f.layout)
                << " rows=" << rows << " cols=" << cols << " n=" << n
                << " threads=" << (pool ? pool->NumThreads() : 0));
-  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
-  // Activations of mixed magnitude, as hidden states are.
-  std::vector<float> x = RandomFloats(n * cols, rng);
-  for (size_t i = 0; i < x.size(); i += 7) x[i] *= 8.0f;
-  const std::vector<float> bias = RandomFloats(rows, rng);
-  const float* b = with_bias ? bias.data() : nullptr;
   std::vector<float> want_int8(n * rows), want_f32(n * rows);
   reference::LinearInt8(x.data(), n, w.view, b, want_int8.data());
   reference::Linear(x.data(), n, w.view, b, want_f32.data());
@@ -116,12 +114,43 @@ void CheckLinearInt8(const Format& f, size_t rows, size_t cols, size_t n, bool w
   });
 }
 
+void CheckLinearInt8(const Format& f, size_t rows, size_t cols, size_t n, bool with_bias,
+                     ThreadPool* pool, std::mt19937& rng) {
+  const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
+  // Activations of mixed magnitude, as hidden states are.
+  std::vector<float> x = RandomFloats(n * cols, rng);
+  for (size_t i = 0; i < x.size(); i += 7) x[i] *= 8.0f;
+  const std::vector<float> bias = RandomFloats(rows, rng);
+  CheckAgainstReferences(f, w, x, n, with_bias ? bias.data() : nullptr, pool);
+}
+
 TEST(LinearInt8Test, MatchesReferenceForEveryFormatAndBatch) {
   std::mt19937 rng(11);
   for (const Format& f : kFormats) {
     for (size_t cols : {size_t{f.group}, size_t{3 * f.group}, size_t{2560}}) {
       for (size_t rows : RowsFor(f, false)) {
         for (size_t n : {1, 2, 5, 67}) CheckLinearInt8(f, rows, cols, n, n % 2 == 1, nullptr, rng);
+      }
+    }
+  }
+}
+
+// The largest integer sums a q4 group can make: every code 15 but one per
+// group (0, the group's min), every activation code +127 or -127. Kernels
+// that keep partial sums narrower than int32 (int8_dot-inl.h's DotU4) must
+// still give the reference's results for every group size.
+TEST(LinearInt8Test, FullScaleCodesAndActivations) {
+  for (const Format& f : kFormats) {
+    if (f.dtype != DType::kQ4) continue;
+    const size_t rows = 32, cols = 2 * f.group;
+    std::vector<float> values(rows * cols, 1.0f);
+    for (size_t i = 0; i < values.size(); i += f.group) values[i] = 0.0f;
+    const testing::TestWeight w =
+        testing::EncodedWeight(values, rows, cols, f.dtype, f.group, f.layout);
+    for (float sign : {1.0f, -1.0f}) {
+      for (size_t n : {1, 5}) {
+        const std::vector<float> x(n * cols, sign);
+        CheckAgainstReferences(f, w, x, n, nullptr, nullptr);
       }
     }
   }

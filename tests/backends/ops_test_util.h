@@ -117,12 +117,12 @@ struct TestWeight {
   WeightView view;
 };
 
-// layout kRows16 (q4, rows % 16 == 0) packs the planar bytes as the
-// converter does.
-inline TestWeight RandomWeight(size_t rows, size_t cols, DType dtype, uint32_t group,
-                               std::mt19937& rng, TensorLayout layout = TensorLayout::kRowMajor) {
+// w[rows, cols] encoded as dtype; layout kRows16 (q4, rows % 16 == 0) packs
+// the planar bytes as the converter does.
+inline TestWeight EncodedWeight(const std::vector<float>& w, size_t rows, size_t cols, DType dtype,
+                                uint32_t group, TensorLayout layout = TensorLayout::kRowMajor) {
   TestWeight t;
-  t.bytes = EncodeWeights(RandomFloats(rows * cols, rng), rows, cols, dtype, group);
+  t.bytes = EncodeWeights(w, rows, cols, dtype, group);
   if (layout == TensorLayout::kRows16) t.bytes = PackQ4Rows16(t.bytes.data(), rows, cols, group);
   t.view.layout = layout;
   t.view.data = t.bytes.data();
@@ -131,6 +131,11 @@ inline TestWeight RandomWeight(size_t rows, size_t cols, DType dtype, uint32_t g
   t.view.rows = rows;
   t.view.cols = cols;
   return t;
+}
+
+inline TestWeight RandomWeight(size_t rows, size_t cols, DType dtype, uint32_t group,
+                               std::mt19937& rng, TensorLayout layout = TensorLayout::kRowMajor) {
+  return EncodedWeight(RandomFloats(rows * cols, rng), rows, cols, dtype, group, layout);
 }
 
 }  // namespace pocket::cpu::testing
