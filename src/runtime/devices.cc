@@ -11,8 +11,11 @@
 namespace pocket {
 
 std::string DescribeDevices() {
-  std::string out = StringPrintf("cpu         %s kernels, %u hardware threads\n",
-                                 cpu::KernelTargetName(), std::thread::hardware_concurrency());
+  std::string targets;
+  for (const std::string& name : cpu::KernelTargets()) targets += " " + name;
+  std::string out =
+      StringPrintf("cpu         %s kernels, %u hardware threads (targets here:%s)\n",
+                   cpu::KernelTargetName(), std::thread::hardware_concurrency(), targets.c_str());
 #ifdef POCKET_WITH_OPENCL
   out += opencl::DescribeDevices();
   if (!out.empty() && out.back() != '\n') out += '\n';

@@ -4,12 +4,14 @@
 // probes' own spreads allow; --op-times counts every step of the measured
 // runs. Rates themselves are never asserted.
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/cpu/kernel_target.h"
 #include "testing/run_cli.h"
 
 namespace pocket {
@@ -125,6 +127,26 @@ TEST(BenchCli, OpTimesCoverTheMeasuredRuns) {
     EXPECT_GE(1e3 / ms, rate["min"].get<double>() * (1 - 1e-9)) << phase;
     EXPECT_LE(1e3 / ms, rate["max"].get<double>() * (1 + 1e-9)) << phase;
   }
+}
+
+// --cpu-target holds the kernels to the target named (any case): the oldest
+// this machine offers here. Without it the bench runs the best one.
+TEST(BenchCli, RunsTheCpuTargetItIsGiven) {
+  const std::vector<std::string> targets = cpu::KernelTargets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(Bench("")["cpu_target"], targets.front());
+  std::string oldest = targets.back();
+  for (char& c : oldest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_EQ(Bench("--cpu-target " + oldest)["cpu_target"], targets.back());
+}
+
+TEST(BenchCli, RejectsAnUnknownCpuTarget) {
+  const CliOutput o = RunCli("bench -m '" + kModel + "' --cpu-target avx9", "", true);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.out.find("--cpu-target 'avx9' is not available here; choose one of: " +
+                       cpu::KernelTargets().front()),
+            std::string::npos)
+      << o.out;
 }
 
 TEST(BenchCli, RejectsZeroRepetitions) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/cpu/kernel_target.h"
 #include "testing/run_cli.h"
 
 namespace pocket {
@@ -126,6 +127,12 @@ TEST(InspectVerify, DevicesListsTheCpuAndEveryBackend) {
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_EQ(o.out.rfind("cpu ", 0), 0u) << o.out;
   EXPECT_NE(o.out.find("\nopencl"), std::string::npos) << o.out;
+  // The kernel targets --cpu-target accepts, the one in use first.
+  std::string targets;
+  for (const std::string& name : cpu::KernelTargets()) targets += " " + name;
+  EXPECT_NE(o.out.find(std::string(cpu::KernelTargetName()) + " kernels"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("(targets here:" + targets + ")"), std::string::npos) << o.out;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/roofline.h"
 #include "tools/pocket/commands.h"
@@ -341,6 +342,7 @@ int CmdBench(int argc, char** argv) {
     out["peak_rss_mib"] = rss;
     out["quant_math"] = math;
     out["attention_math"] = attention;
+    out["cpu_target"] = cpu::KernelTargetName();
     out["rss_increase_mib"] = rss_increase;
     out["cpu_s_per_inference"] = cpu_s_per_inference;
     out["std_inference_peak_rss_mib"] = std_rss;
@@ -376,8 +378,8 @@ int CmdBench(int argc, char** argv) {
                 static_cast<long long>(n_gen), decode.median, decode.min, decode.max);
     std::printf("kv cache   %.2f MiB\n", kv_mib);
     std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
-    std::printf("math       %s activations for q4/q8 weights, %s attention products\n",
-                math.c_str(), attention);
+    std::printf("math       %s activations for q4/q8 weights, %s attention products, %s kernels\n",
+                math.c_str(), attention, cpu::KernelTargetName());
     std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
                 weight_gb * 1e3, decode_gmac_s);
     std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);

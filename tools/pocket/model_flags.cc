@@ -4,13 +4,14 @@
 #include <cstdio>
 #include <random>
 
+#include "backends/cpu/kernel_target.h"
 #include "tools/pocket/commands.h"
 
 namespace pocket::cli {
 
 std::vector<std::string> ModelValueFlags() {
-  return {"-m|--model",  "-t|--threads", "--kv",        "--budget",
-          "--kv-policy", "--backend",    "--quant-math"};
+  return {"-m|--model",  "-t|--threads", "--kv",         "--budget",
+          "--kv-policy", "--backend",    "--quant-math", "--cpu-target"};
 }
 
 std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags) {
@@ -33,6 +34,9 @@ const char kModelFlagsHelp[] =
     "  --backend cpu|opencl  compute backend (default cpu; opencl in builds with it)\n"
     "  --quant-math int8|f32 q4/q8 weights on the CPU: int8 activations (default,\n"
     "                        fast) or f32 (the reference-accurate path, slower)\n"
+    "  --cpu-target NAME     run the CPU kernels for an older target than the best\n"
+    "                        (e.g. avx2, sse4; 'pocket inspect --devices' lists\n"
+    "                        them): what a CPU without the newer extensions gets\n"
     "  --pin-threads         pin compute worker i to core i (Linux; the caller's\n"
     "                        thread is not pinned)\n"
     "  --huge-pages          copy the weights into transparent huge pages at load\n"
@@ -104,6 +108,14 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
   const std::string math = args.Get("--quant-math", "int8");
   if (math != "int8" && math != "f32") {
     std::fprintf(stderr, "error: --quant-math must be 'int8' or 'f32', got '%s'\n", math.c_str());
+    return kExitUsage;
+  }
+  if (args.Has("--cpu-target") && !cpu::RestrictKernelTargets(args.Get("--cpu-target"))) {
+    std::string names;
+    for (const std::string& name : cpu::KernelTargets())
+      names += (names.empty() ? "" : ", ") + name;
+    std::fprintf(stderr, "error: --cpu-target '%s' is not available here; choose one of: %s\n",
+                 args.Get("--cpu-target").c_str(), names.c_str());
     return kExitUsage;
   }
   ModelOptions options;

@@ -16,7 +16,7 @@ namespace pocket::cli {
 
 // Flag specs to add to an Args parser.
 std::vector<std::string> ModelValueFlags();     // -m, -t, --kv, --budget, --kv-policy, --backend,
-                                                // --quant-math
+                                                // --quant-math, --cpu-target
 std::vector<std::string> SamplingValueFlags();  // -n, --temp, --top-k, ..., --seed
 // A command's own switches plus the model's (--pin-threads).
 std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags);
