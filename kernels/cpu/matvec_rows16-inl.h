@@ -321,6 +321,7 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
   const hn::Repartition<float, Rows16Tag> df;
   const hn::Repartition<uint8_t, Rows16Tag> du8;
   const hn::Repartition<int8_t, Rows16Tag> di8;
+  const hn::Repartition<hn::TFromV<U4Sums<Rows16Tag>>, Rows16Tag> ds;
   const size_t L = hn::Lanes(d32);
   const auto low4 = hn::Set(du8, 0x0F);
   const size_t tiles = (n + 3) / 4;
@@ -345,20 +346,33 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
         const Rows16Lanes p = LanesAt(w, r, g);
         auto lo0 = hn::Zero(d32), hi0 = hn::Zero(d32), lo1 = hn::Zero(d32), hi1 = hn::Zero(d32);
         auto lo2 = hn::Zero(d32), hi2 = hn::Zero(d32), lo3 = hn::Zero(d32), hi3 = hn::Zero(d32);
-        const size_t k0 = g * w.group;
-        for (size_t c = 0; c < w.group / 8; ++c) {
-          const auto bytes = hn::LoadU(du8, p.codes + 64 * c);
-          const auto lo = hn::And(bytes, low4);
-          const auto hi = HighNibbles(du8, bytes);
-          const size_t k = k0 + 8 * c;
-          lo0 = DotU7(lo, Broadcast4(di8, x[0] + k), lo0);
-          hi0 = DotU7(hi, Broadcast4(di8, x[0] + k + 4), hi0);
-          lo1 = DotU7(lo, Broadcast4(di8, x[1] + k), lo1);
-          hi1 = DotU7(hi, Broadcast4(di8, x[1] + k + 4), hi1);
-          lo2 = DotU7(lo, Broadcast4(di8, x[2] + k), lo2);
-          hi2 = DotU7(hi, Broadcast4(di8, x[2] + k + 4), hi2);
-          lo3 = DotU7(lo, Broadcast4(di8, x[3] + k), lo3);
-          hi3 = DotU7(hi, Broadcast4(di8, x[3] + k + 4), hi3);
+        const size_t k0 = g * w.group, chunks = w.group / 8;
+        // Runs of at most kU4Terms chunks (G 128 with int16 sums: two).
+        for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
+          auto l0 = hn::Zero(ds), h0 = hn::Zero(ds), l1 = hn::Zero(ds), h1 = hn::Zero(ds);
+          auto l2 = hn::Zero(ds), h2 = hn::Zero(ds), l3 = hn::Zero(ds), h3 = hn::Zero(ds);
+          for (size_t c = c0; c < std::min(chunks, c0 + kU4Terms); ++c) {
+            const auto bytes = hn::LoadU(du8, p.codes + 64 * c);
+            const auto lo = hn::And(bytes, low4);
+            const auto hi = HighNibbles(du8, bytes);
+            const size_t k = k0 + 8 * c;
+            l0 = DotU4(lo, Broadcast4(di8, x[0] + k), l0);
+            h0 = DotU4(hi, Broadcast4(di8, x[0] + k + 4), h0);
+            l1 = DotU4(lo, Broadcast4(di8, x[1] + k), l1);
+            h1 = DotU4(hi, Broadcast4(di8, x[1] + k + 4), h1);
+            l2 = DotU4(lo, Broadcast4(di8, x[2] + k), l2);
+            h2 = DotU4(hi, Broadcast4(di8, x[2] + k + 4), h2);
+            l3 = DotU4(lo, Broadcast4(di8, x[3] + k), l3);
+            h3 = DotU4(hi, Broadcast4(di8, x[3] + k + 4), h3);
+          }
+          lo0 = hn::Add(lo0, WidenU4(l0));
+          hi0 = hn::Add(hi0, WidenU4(h0));
+          lo1 = hn::Add(lo1, WidenU4(l1));
+          hi1 = hn::Add(hi1, WidenU4(h1));
+          lo2 = hn::Add(lo2, WidenU4(l2));
+          hi2 = hn::Add(hi2, WidenU4(h2));
+          lo3 = hn::Add(lo3, WidenU4(l3));
+          hi3 = hn::Add(hi3, WidenU4(h3));
         }
         f0 = ScaleGroup(df, p, lo0, hi0, dx[0][g], xs[0][g], f0);
         f1 = ScaleGroup(df, p, lo1, hi1, dx[1][g], xs[1][g], f1);
