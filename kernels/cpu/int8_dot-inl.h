@@ -164,7 +164,7 @@ HWY_INLINE svint32_t DotU7(svuint8_t a, svint8_t b, svint32_t acc) {
 #endif
 
 #if POCKET_INT8_DOT
-#if defined(POCKET_U4_SUMS_16)
+#if defined(POCKET_U4_SUMS_16)  // set above for x86 targets without VNNI
 // int16 pair sums: kU4Terms of at most 3810 each stay below 32768.
 constexpr size_t kU4Terms = 8;
 template <class D32>

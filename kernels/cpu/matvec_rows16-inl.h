@@ -311,6 +311,27 @@ HWY_INLINE void PrefetchNextRows(const Rows16Weights& w, size_t r, size_t rows, 
   PrefetchBytes(w.Record(next / kRows16Block, 0) + begin, std::min(bytes, begin + share) - begin);
 }
 
+// One 64-byte chunk of a lane block's record (8 weights of each row, from
+// weight k of the activations) times tokens x[0..3]: adds each token's low
+// and high nibble products into l*, h* (U4Sums or int32 lanes).
+template <class VS>
+HWY_INLINE void TileChunk(const uint8_t* HWY_RESTRICT chunk, const int8_t* const* x, size_t k,
+                          VS& l0, VS& h0, VS& l1, VS& h1, VS& l2, VS& h2, VS& l3, VS& h3) {
+  const hn::Repartition<uint8_t, Rows16Tag> du8;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  const auto bytes = hn::LoadU(du8, chunk);
+  const auto lo = hn::And(bytes, hn::Set(du8, 0x0F));
+  const auto hi = HighNibbles(du8, bytes);
+  l0 = DotU4(lo, Broadcast4(di8, x[0] + k), l0);
+  h0 = DotU4(hi, Broadcast4(di8, x[0] + k + 4), h0);
+  l1 = DotU4(lo, Broadcast4(di8, x[1] + k), l1);
+  h1 = DotU4(hi, Broadcast4(di8, x[1] + k + 4), h1);
+  l2 = DotU4(lo, Broadcast4(di8, x[2] + k), l2);
+  h2 = DotU4(hi, Broadcast4(di8, x[2] + k + 4), h2);
+  l3 = DotU4(lo, Broadcast4(di8, x[3] + k), l3);
+  h3 = DotU4(hi, Broadcast4(di8, x[3] + k + 4), h3);
+}
+
 // Rows [r0, r1) of out[n, w.rows] for n tokens, in tiles of one lane block
 // by 4 tokens: 8 int32 and 4 f32 accumulators plus the two nibble vectors
 // and two broadcasts fit the 16 registers of AVX2. Pairs of lane blocks go
@@ -319,11 +340,7 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
                                const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
   const Rows16Tag d32;
   const hn::Repartition<float, Rows16Tag> df;
-  const hn::Repartition<uint8_t, Rows16Tag> du8;
-  const hn::Repartition<int8_t, Rows16Tag> di8;
-  const hn::Repartition<hn::TFromV<U4Sums<Rows16Tag>>, Rows16Tag> ds;
   const size_t L = hn::Lanes(d32);
-  const auto low4 = hn::Set(du8, 0x0F);
   const size_t tiles = (n + 3) / 4;
   size_t r = r0;
 #if POCKET_ROWS16_GEMM_PAIRS
@@ -347,23 +364,18 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
         auto lo0 = hn::Zero(d32), hi0 = hn::Zero(d32), lo1 = hn::Zero(d32), hi1 = hn::Zero(d32);
         auto lo2 = hn::Zero(d32), hi2 = hn::Zero(d32), lo3 = hn::Zero(d32), hi3 = hn::Zero(d32);
         const size_t k0 = g * w.group, chunks = w.group / 8;
-        // Runs of at most kU4Terms chunks (G 128 with int16 sums: two).
+#if !defined(POCKET_U4_SUMS_16)
+        for (size_t c = 0; c < chunks; ++c) {
+          TileChunk(p.codes + 64 * c, x, k0 + 8 * c, lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3);
+        }
+#else
+        // Int16 sums: runs of at most kU4Terms chunks (G 128: two).
+        const hn::Repartition<int16_t, Rows16Tag> ds;
         for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
           auto l0 = hn::Zero(ds), h0 = hn::Zero(ds), l1 = hn::Zero(ds), h1 = hn::Zero(ds);
           auto l2 = hn::Zero(ds), h2 = hn::Zero(ds), l3 = hn::Zero(ds), h3 = hn::Zero(ds);
           for (size_t c = c0; c < std::min(chunks, c0 + kU4Terms); ++c) {
-            const auto bytes = hn::LoadU(du8, p.codes + 64 * c);
-            const auto lo = hn::And(bytes, low4);
-            const auto hi = HighNibbles(du8, bytes);
-            const size_t k = k0 + 8 * c;
-            l0 = DotU4(lo, Broadcast4(di8, x[0] + k), l0);
-            h0 = DotU4(hi, Broadcast4(di8, x[0] + k + 4), h0);
-            l1 = DotU4(lo, Broadcast4(di8, x[1] + k), l1);
-            h1 = DotU4(hi, Broadcast4(di8, x[1] + k + 4), h1);
-            l2 = DotU4(lo, Broadcast4(di8, x[2] + k), l2);
-            h2 = DotU4(hi, Broadcast4(di8, x[2] + k + 4), h2);
-            l3 = DotU4(lo, Broadcast4(di8, x[3] + k), l3);
-            h3 = DotU4(hi, Broadcast4(di8, x[3] + k + 4), h3);
+            TileChunk(p.codes + 64 * c, x, k0 + 8 * c, l0, h0, l1, h1, l2, h2, l3, h3);
           }
           lo0 = hn::Add(lo0, WidenU4(l0));
           hi0 = hn::Add(hi0, WidenU4(h0));
@@ -374,6 +386,7 @@ HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, s
           lo3 = hn::Add(lo3, WidenU4(l3));
           hi3 = hn::Add(hi3, WidenU4(h3));
         }
+#endif
         f0 = ScaleGroup(df, p, lo0, hi0, dx[0][g], xs[0][g], f0);
         f1 = ScaleGroup(df, p, lo1, hi1, dx[1][g], xs[1][g], f1);
         f2 = ScaleGroup(df, p, lo2, hi2, dx[2][g], xs[2][g], f2);
