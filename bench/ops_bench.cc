@@ -4,12 +4,15 @@
 // planar and the rows16 layout, decode attention over 512 cached positions
 // (from cache and from DRAM) and prefill attention, greedy sampling's argmax
 // over a vocabulary, and the cost of one empty ParallelFor (decode issues
-// ~140 per token).
+// ~140 per token). --cpu-target=NAME (e.g. avx2, sse4) runs every kernel for
+// that older target, as `pocket --cpu-target` does.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernel_target.h"
@@ -226,3 +229,29 @@ BENCHMARK(ParallelForBusy)->ArgNames({"work_ns"})->Arg(1000)->Arg(4000)->UseReal
 
 }  // namespace
 }  // namespace pocket::cpu
+
+// Google Benchmark's main, after taking --cpu-target=NAME out of the flags.
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string flag = "--cpu-target=";
+    if (arg.rfind(flag, 0) != 0) {
+      args.push_back(argv[i]);
+      continue;
+    }
+    if (!pocket::cpu::RestrictKernelTargets(arg.substr(flag.size()))) {
+      std::string names;
+      for (const std::string& name : pocket::cpu::KernelTargets()) names += " " + name;
+      std::fprintf(stderr, "ops_bench: %s is not available here; targets:%s\n", arg.c_str(),
+                   names.c_str());
+      return 2;
+    }
+  }
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
