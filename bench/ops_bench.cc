@@ -241,10 +241,8 @@ int main(int argc, char** argv) {
       continue;
     }
     if (!pocket::cpu::RestrictKernelTargets(arg.substr(flag.size()))) {
-      std::string names;
-      for (const std::string& name : pocket::cpu::KernelTargets()) names += " " + name;
-      std::fprintf(stderr, "ops_bench: %s is not available here; targets:%s\n", arg.c_str(),
-                   names.c_str());
+      std::fprintf(stderr, "ops_bench: %s is not available here; targets: %s\n", arg.c_str(),
+                   pocket::cpu::KernelTargetList(" ").c_str());
       return 2;
     }
   }

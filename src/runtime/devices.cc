@@ -11,11 +11,9 @@
 namespace pocket {
 
 std::string DescribeDevices() {
-  std::string targets;
-  for (const std::string& name : cpu::KernelTargets()) targets += " " + name;
-  std::string out =
-      StringPrintf("cpu         %s kernels, %u hardware threads (targets here:%s)\n",
-                   cpu::KernelTargetName(), std::thread::hardware_concurrency(), targets.c_str());
+  std::string out = StringPrintf("cpu         %s kernels, %u hardware threads (targets here: %s)\n",
+                                 cpu::KernelTargetName(), std::thread::hardware_concurrency(),
+                                 cpu::KernelTargetList(" ").c_str());
 #ifdef POCKET_WITH_OPENCL
   out += opencl::DescribeDevices();
   if (!out.empty() && out.back() != '\n') out += '\n';

@@ -111,11 +111,8 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
     return kExitUsage;
   }
   if (args.Has("--cpu-target") && !cpu::RestrictKernelTargets(args.Get("--cpu-target"))) {
-    std::string names;
-    for (const std::string& name : cpu::KernelTargets())
-      names += (names.empty() ? "" : ", ") + name;
     std::fprintf(stderr, "error: --cpu-target '%s' is not available here; choose one of: %s\n",
-                 args.Get("--cpu-target").c_str(), names.c_str());
+                 args.Get("--cpu-target").c_str(), cpu::KernelTargetList(", ").c_str());
     return kExitUsage;
   }
   ModelOptions options;

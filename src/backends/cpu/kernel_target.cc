@@ -47,6 +47,12 @@ std::vector<std::string> KernelTargets() {
   return names;
 }
 
+std::string KernelTargetList(const char* separator) {
+  std::string list;
+  for (const std::string& name : KernelTargets()) list += (list.empty() ? "" : separator) + name;
+  return list;
+}
+
 bool RestrictKernelTargets(const std::string& name) {
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     if (!SameName(name, hwy::TargetName(target))) continue;

@@ -15,6 +15,8 @@ const char* KernelTargetName();
 // run by this CPU and not excluded by RestrictKernelTargets, best first,
 // spelled as KernelTargetName.
 std::vector<std::string> KernelTargets();
+// The same names in one string, `separator` between them (for messages).
+std::string KernelTargetList(const char* separator);
 
 // From now on every CPU kernel of the process dispatches to the target named
 // `name` (any case), one of KernelTargets(), instead of the best one: what a
