@@ -2,12 +2,13 @@
 // names it cannot run.
 #include "backends/cpu/kernel_target.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include "backends/cpu/ops.h"
 
@@ -17,7 +18,7 @@ namespace {
 // Lifts any restriction when a test ends, so the others see every target.
 class KernelTargetTest : public ::testing::Test {
  protected:
-  void TearDown() override { hwy::DisableTargets(0); }
+  void TearDown() override { LiftKernelTargetRestriction(); }
 };
 
 TEST_F(KernelTargetTest, EachTargetCanBeChosenByNameInAnyCase) {
@@ -35,7 +36,7 @@ TEST_F(KernelTargetTest, EachTargetCanBeChosenByNameInAnyCase) {
     ASSERT_FALSE(left.empty());
     EXPECT_EQ(left.front(), name);
     EXPECT_EQ(left.back(), all.back());
-    hwy::DisableTargets(0);
+    LiftKernelTargetRestriction();
   }
 }
 
@@ -55,6 +56,38 @@ TEST_F(KernelTargetTest, KernelsFollowTheRestriction) {
   ASSERT_TRUE(RestrictKernelTargets(all.back()));
   EXPECT_EQ(std::string(KernelTargetName()), all.back());
   EXPECT_FALSE(AttentionBf16Available());
+}
+
+// ARM: NEON_DOTPROD is listed, right before NEON, exactly where the CPU has
+// dotprod. tools/ci-aarch64.sh names what each emulated CPU has in
+// POCKET_TEST_CPU_HAS_DOTPROD (1 or 0), so a detection that misses it, or
+// claims it on a CPU that would fault on sdot, fails here.
+TEST_F(KernelTargetTest, NeonDotprodIsListedWhereTheCpuHasIt) {
+  const char* expected = std::getenv("POCKET_TEST_CPU_HAS_DOTPROD");
+  if (expected == nullptr) GTEST_SKIP() << "POCKET_TEST_CPU_HAS_DOTPROD is not set";
+  const bool has = std::string(expected) == "1";
+  EXPECT_EQ(NeonDotprodAvailable(), has);
+  const std::vector<std::string> all = KernelTargets();
+  const auto neon = std::find(all.begin(), all.end(), "NEON");
+  ASSERT_NE(neon, all.end());
+  const auto dotprod = std::find(all.begin(), all.end(), "NEON_DOTPROD");
+  if (has) {
+    ASSERT_NE(dotprod, all.end());
+    EXPECT_EQ(dotprod + 1, neon);
+    // "neon" holds the int8 Linear to the ARMv8.0 kernels; "neon_dotprod"
+    // brings sdot back.
+    ASSERT_TRUE(RestrictKernelTargets("neon"));
+    EXPECT_STREQ(KernelTargetName(), "NEON");
+    EXPECT_FALSE(NeonDotprodChosen());
+    ASSERT_FALSE(RestrictKernelTargets("neon_dotprod"));  // no longer listed
+    LiftKernelTargetRestriction();
+    ASSERT_TRUE(RestrictKernelTargets("neon_dotprod"));
+    EXPECT_STREQ(KernelTargetName(), "NEON_DOTPROD");
+    EXPECT_TRUE(NeonDotprodChosen());
+  } else {
+    EXPECT_EQ(dotprod, all.end());
+    EXPECT_FALSE(RestrictKernelTargets("neon_dotprod"));
+  }
 }
 
 }  // namespace

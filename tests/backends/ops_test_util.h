@@ -21,17 +21,25 @@
 namespace pocket::cpu::testing {
 
 // Runs body() once per target compiled in and supported by this CPU, with
-// dispatch forced to that target; checks dispatch really switched.
+// dispatch forced to that target; checks dispatch really switched. On ARM
+// CPUs with dotprod, NEON runs twice: as NEON_DOTPROD, then without sdot.
 template <typename Body>
 void ForEachTarget(const Body& body) {
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   ASSERT_FALSE(targets.empty());
   for (int64_t target : targets) {
     hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    EXPECT_STREQ(KernelTargetName(), hwy::TargetName(target));
-    body();
+    const bool both = target == HWY_NEON && NeonDotprodAvailable();
+    for (const bool dotprod : {true, false}) {
+      if (!dotprod && !both) continue;
+      AllowNeonDotprod(dotprod);
+      const char* name = both && dotprod ? "NEON_DOTPROD" : hwy::TargetName(target);
+      SCOPED_TRACE(name);
+      EXPECT_STREQ(KernelTargetName(), name);
+      body();
+    }
   }
+  AllowNeonDotprod(true);
   hwy::SetSupportedTargetsForTest(0);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/kernel_target.h"
 #include "backends/cpu/parallel.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -21,10 +22,8 @@
 HWY_PUSH_ATTRIBUTES("avx512vnni")
 #endif
 
+#include "backends/cpu/linear_int8_kernels-inl.h"
 #include "kernels/cpu/act_quant-inl.h"
-#include "kernels/cpu/int8_dot-inl.h"
-#include "kernels/cpu/matvec_int8-inl.h"
-#include "kernels/cpu/matvec_rows16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
@@ -33,34 +32,6 @@ bool HasInt8Dot() { return POCKET_INT8_DOT != 0; }
 
 void QuantizeRow(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s) {
   QuantizeActivationRow(x, cols, block, q, d, s);
-}
-
-void DecodeRowsInt8(const QuantizedRows& w, const QuantizedActs& a, const float* bias, size_t r0,
-                    size_t r1, float* out) {
-#if POCKET_INT8_DOT
-  LinearInt8DecodeRows(w, a, bias, r0, r1, out);
-#endif
-}
-
-void PrefillRowsInt8(const QuantizedRows& w, const QuantizedActs& a, size_t n, const float* bias,
-                     size_t r0, size_t r1, float* scratch, float* out) {
-#if POCKET_INT8_DOT
-  LinearInt8PrefillRows(w, a, n, bias, r0, r1, scratch, out);
-#endif
-}
-
-void Rows16DecodeInt8(const Rows16Weights& w, const QuantizedActs& a, const float* bias, size_t r0,
-                      size_t r1, float* out) {
-#if POCKET_INT8_DOT
-  Rows16GemvInt8(w, a, bias, r0, r1, out);
-#endif
-}
-
-void Rows16PrefillInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
-                       size_t r0, size_t r1, float* out) {
-#if POCKET_INT8_DOT
-  Rows16GemmInt8(w, a, n, bias, r0, r1, out);
-#endif
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
@@ -80,7 +51,37 @@ HWY_EXPORT(PrefillRowsInt8);
 HWY_EXPORT(Rows16DecodeInt8);
 HWY_EXPORT(Rows16PrefillInt8);
 
+#if POCKET_NEON_DOTPROD_KERNELS
+// linear_int8_dotprod.cc: the same kernels for NEON with sdot, declared with
+// the types of the NEON ones this file defines.
+namespace N_NEON_DOTPROD {
+decltype(N_NEON::DecodeRowsInt8) DecodeRowsInt8;
+decltype(N_NEON::PrefillRowsInt8) PrefillRowsInt8;
+decltype(N_NEON::Rows16DecodeInt8) Rows16DecodeInt8;
+decltype(N_NEON::Rows16PrefillInt8) Rows16PrefillInt8;
+}  // namespace N_NEON_DOTPROD
+#endif
+
 namespace {
+
+// The dot-product kernels of the target the CPU kernels dispatch to now.
+struct Int8Kernels {
+  decltype(&HWY_STATIC_DISPATCH(DecodeRowsInt8)) decode;
+  decltype(&HWY_STATIC_DISPATCH(PrefillRowsInt8)) prefill;
+  decltype(&HWY_STATIC_DISPATCH(Rows16DecodeInt8)) rows16_decode;
+  decltype(&HWY_STATIC_DISPATCH(Rows16PrefillInt8)) rows16_prefill;
+};
+
+Int8Kernels ChosenKernels() {
+#if POCKET_NEON_DOTPROD_KERNELS
+  if (NeonDotprodChosen()) {
+    return {&N_NEON_DOTPROD::DecodeRowsInt8, &N_NEON_DOTPROD::PrefillRowsInt8,
+            &N_NEON_DOTPROD::Rows16DecodeInt8, &N_NEON_DOTPROD::Rows16PrefillInt8};
+  }
+#endif
+  return {&HWY_DYNAMIC_DISPATCH(DecodeRowsInt8), &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
+          &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8), &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8)};
+}
 
 // Thread ranges are multiples of the kernels' 4-row blocks (planar) or of
 // the layout's 16-row blocks (rows16).
@@ -102,26 +103,26 @@ void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, f
 namespace {
 
 // Rows [r0, r1) of one weight for n tokens whose activations are quantized.
-void RowsInt8(const LinearOut& item, const QuantizedActs& acts, size_t n, size_t r0, size_t r1) {
+void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const QuantizedActs& acts,
+              size_t n, size_t r0, size_t r1) {
   const WeightView& w = item.w;
   const QuantizedRows rows(w);
   if (w.layout == TensorLayout::kRows16) {
     const Rows16Weights packed(w);
     if (n == 1) {
-      HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8)(packed, acts, item.bias, r0, r1, item.out);
+      kernels.rows16_decode(packed, acts, item.bias, r0, r1, item.out);
       return;
     }
     for (size_t t = 0; t < n; t += kTokenChunk) {
       const size_t chunk = std::min(kTokenChunk, n - t);
       const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
                                acts.s + t * rows.groups};
-      HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8)
-      (packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
+      kernels.rows16_prefill(packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
     }
     return;
   }
   if (n == 1) {
-    HWY_DYNAMIC_DISPATCH(DecodeRowsInt8)(rows, acts, item.bias, r0, r1, item.out);
+    kernels.decode(rows, acts, item.bias, r0, r1, item.out);
     return;
   }
   thread_local std::vector<float> scratch;  // the kernel's per-tile scales and mins
@@ -130,8 +131,7 @@ void RowsInt8(const LinearOut& item, const QuantizedActs& acts, size_t n, size_t
     const size_t chunk = std::min(kTokenChunk, n - t);
     const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
                              acts.s + t * rows.groups};
-    HWY_DYNAMIC_DISPATCH(PrefillRowsInt8)
-    (rows, part, chunk, item.bias, r0, r1, scratch.data(), item.out + t * w.rows);
+    kernels.prefill(rows, part, chunk, item.bias, r0, r1, scratch.data(), item.out + t * w.rows);
   }
 }
 
@@ -191,12 +191,13 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
     parts[i] = std::min(blocks, std::max<size_t>(1, want * w.rows / total_rows));
     task_begin[i + 1] = task_begin[i] + parts[i];
   }
+  const Int8Kernels kernels = ChosenKernels();
   ParallelOrInline(pool, task_begin[count], [&](size_t task, size_t) {
     size_t i = 0;
     while (task >= task_begin[i + 1]) ++i;
     size_t r0, r1;
     SplitRange(items[i].w.rows, RowAlign(items[i].w), parts[i], task - task_begin[i], &r0, &r1);
-    if (r0 < r1) RowsInt8(items[i], acts, n, r0, r1);
+    if (r0 < r1) RowsInt8(kernels, items[i], acts, n, r0, r1);
   });
   return true;
 }

@@ -1,0 +1,32 @@
+// The int8 Linear's kernels once more, for ARM NEON with the dotprod
+// extension (ARMv8.2+: sdot, 16 int8 products into 4 int32 lanes per
+// instruction). Highway 1.0.3's NEON target assumes only ARMv8.0, so its
+// kernels multiply with vmull/vpadal (int8_dot-inl.h); nearly every phone
+// core of recent years (Cortex-A55/A76 and later, Apple A12 and later) has
+// sdot. CMake compiles this file with -march=armv8.2-a+dotprod where the
+// baseline lacks it (and defines POCKET_NEON_DOTPROD_KERNELS); linear_int8.cc
+// calls these kernels instead of NEON's when the CPU reports dotprod
+// (kernel_target.h: the "NEON_DOTPROD" target). Elsewhere this file is empty.
+
+#if POCKET_NEON_DOTPROD_KERNELS
+
+#include <hwy/highway.h>
+
+#if HWY_TARGET != HWY_NEON || !defined(__ARM_FEATURE_DOTPROD)
+#error \
+    "linear_int8_dotprod.cc is the NEON target with dotprod: compile it with -march=armv8.2-a+dotprod"
+#endif
+
+// Everything the kernels define lands in pocket::cpu::N_NEON_DOTPROD, not in
+// N_NEON: linear_int8.cc defines the same functions there without sdot, and
+// the linker must not take one for the other. Highway's ops are internal to
+// each file (static inline), so they are used from N_NEON as they are.
+#undef HWY_NAMESPACE
+#define HWY_NAMESPACE N_NEON_DOTPROD
+namespace hwy::N_NEON_DOTPROD {
+using namespace hwy::N_NEON;  // NOLINT(build/namespaces)
+}  // namespace hwy::N_NEON_DOTPROD
+
+#include "backends/cpu/linear_int8_kernels-inl.h"
+
+#endif  // POCKET_NEON_DOTPROD_KERNELS
