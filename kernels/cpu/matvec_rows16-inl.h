@@ -146,13 +146,12 @@ HWY_INLINE hn::Vec<DF> ScaleGroup(DF df, const Rows16Lanes& p, V32 lo, V32 hi, f
 // Rows [r0, r1) of one token; r0 and r1 are multiples of 16. The records
 // of a 16-row block are one sequential stream, read once. (Two blocks at
 // once, two streams 8 KB apart, ran at less than half the DRAM rate on
-// Zen 4.) Where a vector holds fewer than 16 rows (AVX2 8, SSE4 and NEON 4)
-// each group's record feeds every lane block of the 16 rows in turn, the
-// sums of all but the first kept in `acc` between groups: so every line is
-// used as it arrives. (The block's lane blocks one after another read the
-// whole stream with the first and found it in cache for the others: AVX2
-// then streamed a 33 MB weight at 17 GB/s on Zen 5, against 36 for the
-// AVX-512 loop.)
+// Zen 4.) Where a vector holds 16 rows (AVX-512) a group is one lane block
+// with four chains (GroupDot). Where it holds fewer, the lane blocks of each
+// group go one after another, the sums of all but the first kept in `acc`
+// between groups. Rows16GemvInt8Blocks below does better where every lane
+// block's sums fit in registers (AVX2, aarch64 NEON), so this loop serves
+// those vectors on SSE4 and on SVE (whose vectors an array cannot hold).
 template <size_t kGroup>
 HWY_INLINE void Rows16GemvInt8Group(const Rows16Weights& w, const QuantizedActs& a,
                                     const float* bias, size_t r0, size_t r1,
@@ -182,14 +181,96 @@ HWY_INLINE void Rows16GemvInt8Group(const Rows16Weights& w, const QuantizedActs&
   }
 }
 
-// Group 64 (the converter's default) gets a group loop the compiler unrolls:
-// on the Zen 5 host it streamed a 256 MiB weight at 0.87-0.94 of the read
-// probe on 1 thread (the counted loop 0.87-0.88) and 0.91-0.98 on 2
-// (0.87-0.94), in 3 alternated invocations.
+// Whether Rows16GemvInt8Blocks serves this target: vectors of fewer than 16
+// rows, of a fixed size (an array can hold them), and registers for every
+// lane block's sums. x86 has 16 vector registers: AVX2's two lane blocks
+// fit, SSE4's four (8 sums, 2 broadcasts, the mask, the loads) do not, and
+// spilling made it slower than lane blocks in turn (ops_bench, 33 MB
+// weight: 13.1-14.9 GB/s against 13.3-15.3). aarch64 has 32.
+#undef POCKET_ROWS16_GEMV_BLOCKS
+#if !HWY_HAVE_SCALABLE && (HWY_TARGET == HWY_AVX2 || HWY_ARCH_ARM_A64)
+#define POCKET_ROWS16_GEMV_BLOCKS 1
+#else
+#define POCKET_ROWS16_GEMV_BLOCKS 0
+#endif
+
+#if POCKET_ROWS16_GEMV_BLOCKS
+// The same rows with all kRows16LaneBlocks lane blocks of a 16-row block in
+// one pass over each chunk: every 64-byte line is used whole as it arrives,
+// each activation broadcast feeds every lane block, and all sums stay in
+// registers (a low and a high nibble chain per lane block: 4 on AVX2, 8 on
+// NEON, enough to hide the dot latency). Int16 sums (U4Sums) are widened
+// every kU4Terms chunks. A counted chunk loop: fully unrolled for group 64,
+// GCC computed every product first and spilled them, for no gain.
+// (AVX2 on the Zen 5 host against lane blocks in turn: docs/performance.md,
+// nineteenth pass.)
+HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs& a,
+                                     const float* bias, size_t r0, size_t r1,
+                                     float* HWY_RESTRICT out) {
+  constexpr size_t kB = kRows16Block / hn::MaxLanes(Rows16Tag());  // lane blocks: 2 or 4
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::Repartition<uint8_t, Rows16Tag> du8;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  const hn::Repartition<hn::TFromV<U4Sums<Rows16Tag>>, Rows16Tag> ds;
+  constexpr size_t L = hn::MaxLanes(d32);
+  const auto low4 = hn::Set(du8, 0x0F);
+  const size_t chunks = w.group / 8;
+  for (size_t r = r0; r < r1; r += kRows16Block) {
+    hn::Vec<decltype(df)> acc[kB];
+    HWY_UNROLL(4)
+    for (size_t b = 0; b < kB; ++b) acc[b] = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const int8_t* x = a.q + g * w.group;
+      const Rows16Lanes p = LanesAt(w, r, g);  // lane block b: 4 L b bytes, L b scales on
+      hn::Vec<Rows16Tag> lo[kB], hi[kB];
+      HWY_UNROLL(4)
+      for (size_t b = 0; b < kB; ++b) lo[b] = hi[b] = hn::Zero(d32);
+      for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
+        hn::Vec<decltype(ds)> l[kB], h[kB];
+        HWY_UNROLL(4)
+        for (size_t b = 0; b < kB; ++b) l[b] = h[b] = hn::Zero(ds);
+        const size_t c1 = HWY_MIN(chunks, c0 + kU4Terms);
+        for (size_t c = c0; c < c1; ++c) {
+          const auto xl = Broadcast4(di8, x + 8 * c);
+          const auto xh = Broadcast4(di8, x + 8 * c + 4);
+          HWY_UNROLL(4)
+          for (size_t b = 0; b < kB; ++b) {
+            const auto bytes = hn::LoadU(du8, p.codes + 64 * c + 4 * L * b);
+            l[b] = DotU4(hn::And(bytes, low4), xl, l[b]);
+            h[b] = DotU4(HighNibbles(du8, bytes), xh, h[b]);
+          }
+        }
+        HWY_UNROLL(4)
+        for (size_t b = 0; b < kB; ++b) {
+          lo[b] = hn::Add(lo[b], WidenU4(l[b]));
+          hi[b] = hn::Add(hi[b], WidenU4(h[b]));
+        }
+      }
+      HWY_UNROLL(4)
+      for (size_t b = 0; b < kB; ++b) {
+        const Rows16Lanes pb{p.codes + 4 * L * b, p.scales + L * b, p.mins + L * b};
+        acc[b] = ScaleGroup(df, pb, lo[b], hi[b], a.d[g], a.s[g], acc[b]);
+      }
+    }
+    HWY_UNROLL(4)
+    for (size_t b = 0; b < kB; ++b) StoreRows(df, acc[b], bias, r + L * b, out);
+  }
+}
+#endif  // POCKET_ROWS16_GEMV_BLOCKS
+
+// With GroupDot, group 64 (the converter's default) gets a group loop the
+// compiler unrolls: for AVX3_DL on the Zen 5 host it streamed a 256 MiB weight at 0.87-0.94 of the
+// read probe on 1 thread (the counted loop 0.87-0.88) and 0.91-0.98 on 2 (0.87-0.94), in 3
+// alternated invocations.
 HWY_INLINE void Rows16GemvInt8(const Rows16Weights& w, const QuantizedActs& a, const float* bias,
                                size_t r0, size_t r1, float* HWY_RESTRICT out) {
+#if POCKET_ROWS16_GEMV_BLOCKS
+  Rows16GemvInt8Blocks(w, a, bias, r0, r1, out);
+#else
   if (w.group == 64) return Rows16GemvInt8Group<64>(w, a, bias, r0, r1, out);
   Rows16GemvInt8Group<0>(w, a, bias, r0, r1, out);
+#endif
 }
 
 // The activations of tokens t .. t + 3 of n (the last token stands in for
