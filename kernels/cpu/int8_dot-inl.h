@@ -7,24 +7,28 @@
 // bytes 4i .. 4i+3 on every target (the rows16 kernels rely on it: a lane is
 // one weight row there).
 //
-//   DotU7(a, b, acc): a in [0, 127] (q4 codes), b int8; on AVX3_DL (VNNI
-//                     dpbusd, which never saturates) any u8 a.
+//   DotU7(a, b, acc): a in [0, 127] (q4 codes), b int8; where
+//                     POCKET_INT8_DPBUSD (VNNI's dpbusd, which never
+//                     saturates, at the rows16 vectors' width) any u8 a.
 //   DotS8(a, b, acc): a, b in [-127, 127] (q8 codes).
 //   DotU4(a, b, sums), WidenU4(sums): the same as DotU7 for a in [0, 15]
-//                     (q4 nibbles; any u8 on AVX3_DL), in two steps: DotU4
+//                     (q4 nibbles; any u8 with dpbusd), in two steps: DotU4
 //                     adds into U4Sums, at most kU4Terms times, then
 //                     WidenU4 turns them into the int32 lanes.
 //
 // x86 (SSSE3 and up): maddubs (u8 x s8 -> pairs summed to i16; neither form
 // can saturate: 2 * 127 * 127 < 32768) then madd with ones to i32. AVX3_DL
 // uses VNNI's dpbusd for 512-bit vectors (only the EVEX form exists on CPUs
-// without AVX-VNNI, and GCC picks the VEX form for 256-bit ones). DotS8 moves
-// the sign of a onto b (|a| * sign(a) b = a b). NEON uses sdot when compiled
-// with dotprod (ARMv8.2+), else widening multiplies with pairwise adds; SVE
-// uses sdot. Other targets (scalar, emu128) have no int8 kernel:
+// without AVX-VNNI, and GCC picks the VEX form for 256-bit ones). AVX2 built
+// with AVX-VNNI (linear_int8_avx_vnni.cc, the AVX2_VNNI kernels of x86 CPUs
+// without AVX-512, e.g. Intel's since Alder Lake) uses the VEX dpbusd for
+// 128- and 256-bit vectors. DotS8 moves the sign of a onto b
+// (|a| * sign(a) b = a b). NEON uses sdot when compiled with dotprod
+// (ARMv8.2+: linear_int8_dotprod.cc), else widening multiplies with pairwise
+// adds; SVE uses sdot. Other targets (scalar, emu128) have no int8 kernel:
 // POCKET_INT8_DOT is 0 there and Linear keeps the f32 path.
 //
-// DotU4 exists for x86 without VNNI: a q4 nibble's pair sums stay far from
+// DotU4 exists for x86 without any VNNI: a q4 nibble's pair sums stay far from
 // the int16 limit (2 * 15 * 127 = 3810), so U4Sums keeps up to 8 of them in
 // int16 lanes and WidenU4 does one madd for all, where DotU7 does one per
 // call. (The decode GEMV on 33 MB of weights, AVX2 and SSE4 on Zen 5: 4-10%
@@ -44,9 +48,19 @@
 #undef POCKET_INT8_NEON
 #undef POCKET_INT8_SVE
 #undef POCKET_U4_SUMS_16
+#undef POCKET_INT8_DPBUSD
+#undef POCKET_INT8_AVX_VNNI
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
 #define POCKET_INT8_X86 1
 #include <immintrin.h>
+#if HWY_TARGET == HWY_AVX2 && defined(__AVXVNNI__)  // linear_int8_avx_vnni.cc
+#define POCKET_INT8_AVX_VNNI 1
+#endif
+// Dot products of u8 and s8 straight into int32 lanes, which never saturate
+// (VNNI's dpbusd) at the width of the rows16 kernels' vectors.
+#if HWY_TARGET == HWY_AVX3_DL || defined(POCKET_INT8_AVX_VNNI)
+#define POCKET_INT8_DPBUSD 1
+#endif
 #elif HWY_TARGET == HWY_NEON
 #define POCKET_INT8_NEON 1
 #include <arm_neon.h>
@@ -69,8 +83,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 HWY_INLINE hn::Vec128<int32_t> DotU7(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b,
                                      hn::Vec128<int32_t> acc) {
+#if defined(POCKET_INT8_AVX_VNNI)
+  return hn::Vec128<int32_t>{_mm_dpbusd_avx_epi32(acc.raw, a.raw, b.raw)};
+#else
   const __m128i pairs = _mm_maddubs_epi16(a.raw, b.raw);
   return hn::Vec128<int32_t>{_mm_add_epi32(acc.raw, _mm_madd_epi16(pairs, _mm_set1_epi16(1)))};
+#endif
 }
 HWY_INLINE hn::Vec128<int32_t> DotS8(hn::Vec128<int8_t> a, hn::Vec128<int8_t> b,
                                      hn::Vec128<int32_t> acc) {
@@ -78,7 +96,7 @@ HWY_INLINE hn::Vec128<int32_t> DotS8(hn::Vec128<int8_t> a, hn::Vec128<int8_t> b,
   return DotU7(abs_a, hn::Vec128<int8_t>{_mm_sign_epi8(b.raw, a.raw)}, acc);
 }
 
-#if HWY_TARGET != HWY_AVX3_DL
+#if !defined(POCKET_INT8_DPBUSD)
 #define POCKET_U4_SUMS_16 1
 HWY_INLINE hn::Vec128<int16_t> DotU4(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b,
                                      hn::Vec128<int16_t> sums) {
@@ -92,9 +110,13 @@ HWY_INLINE hn::Vec128<int32_t> WidenU4(hn::Vec128<int16_t> sums) {
 #if HWY_TARGET <= HWY_AVX2
 HWY_INLINE hn::Vec256<int32_t> DotU7(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b,
                                      hn::Vec256<int32_t> acc) {
+#if defined(POCKET_INT8_AVX_VNNI)
+  return hn::Vec256<int32_t>{_mm256_dpbusd_avx_epi32(acc.raw, a.raw, b.raw)};
+#else
   const __m256i pairs = _mm256_maddubs_epi16(a.raw, b.raw);
   return hn::Vec256<int32_t>{
       _mm256_add_epi32(acc.raw, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))};
+#endif
 }
 HWY_INLINE hn::Vec256<int32_t> DotS8(hn::Vec256<int8_t> a, hn::Vec256<int8_t> b,
                                      hn::Vec256<int32_t> acc) {
@@ -102,7 +124,7 @@ HWY_INLINE hn::Vec256<int32_t> DotS8(hn::Vec256<int8_t> a, hn::Vec256<int8_t> b,
   return DotU7(abs_a, hn::Vec256<int8_t>{_mm256_sign_epi8(b.raw, a.raw)}, acc);
 }
 
-#if HWY_TARGET != HWY_AVX3_DL
+#if !defined(POCKET_INT8_DPBUSD)
 HWY_INLINE hn::Vec256<int16_t> DotU4(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b,
                                      hn::Vec256<int16_t> sums) {
   return hn::Vec256<int16_t>{_mm256_add_epi16(sums.raw, _mm256_maddubs_epi16(a.raw, b.raw))};

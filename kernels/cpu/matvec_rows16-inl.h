@@ -76,11 +76,11 @@ HWY_INLINE hn::Vec<D8> Broadcast4(D8 d8, const int8_t* HWY_RESTRICT x) {
   return hn::BitCast(d8, hn::Set(hn::Repartition<int32_t, D8>(), quad));
 }
 
-// The high nibbles of code bytes, for DotU7. Generally (v >> 4); with VNNI
+// The high nibbles of code bytes, for DotU7. Generally (v >> 4); with dpbusd
 // (u8 x s8 products summed straight into int32, nothing saturates) v & 0xF0
 // is one operation less and gives 16 times the dot product, which
 // GroupSum divides out exactly.
-#if HWY_TARGET == HWY_AVX3_DL
+#if defined(POCKET_INT8_DPBUSD)
 constexpr int kHighShift = 4;
 template <class D8>
 HWY_INLINE hn::Vec<D8> HighNibbles(D8 d8, hn::Vec<D8> bytes) {

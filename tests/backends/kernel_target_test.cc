@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include "backends/cpu/ops.h"
 
@@ -58,36 +62,62 @@ TEST_F(KernelTargetTest, KernelsFollowTheRestriction) {
   EXPECT_FALSE(AttentionBf16Available());
 }
 
-// ARM: NEON_DOTPROD is listed, right before NEON, exactly where the CPU has
-// dotprod. tools/ci-aarch64.sh names what each emulated CPU has in
-// POCKET_TEST_CPU_HAS_DOTPROD (1 or 0), so a detection that misses it, or
-// claims it on a CPU that would fault on sdot, fails here.
-TEST_F(KernelTargetTest, NeonDotprodIsListedWhereTheCpuHasIt) {
-  const char* expected = std::getenv("POCKET_TEST_CPU_HAS_DOTPROD");
-  if (expected == nullptr) GTEST_SKIP() << "POCKET_TEST_CPU_HAS_DOTPROD is not set";
-  const bool has = std::string(expected) == "1";
-  EXPECT_EQ(NeonDotprodAvailable(), has);
-  const std::vector<std::string> all = KernelTargets();
-  const auto neon = std::find(all.begin(), all.end(), "NEON");
-  ASSERT_NE(neon, all.end());
-  const auto dotprod = std::find(all.begin(), all.end(), "NEON_DOTPROD");
-  if (has) {
-    ASSERT_NE(dotprod, all.end());
-    EXPECT_EQ(dotprod + 1, neon);
-    // "neon" holds the int8 Linear to the ARMv8.0 kernels; "neon_dotprod"
-    // brings sdot back.
-    ASSERT_TRUE(RestrictKernelTargets("neon"));
-    EXPECT_STREQ(KernelTargetName(), "NEON");
-    EXPECT_FALSE(NeonDotprodChosen());
-    ASSERT_FALSE(RestrictKernelTargets("neon_dotprod"));  // no longer listed
-    LiftKernelTargetRestriction();
-    ASSERT_TRUE(RestrictKernelTargets("neon_dotprod"));
-    EXPECT_STREQ(KernelTargetName(), "NEON_DOTPROD");
-    EXPECT_TRUE(NeonDotprodChosen());
-  } else {
-    EXPECT_EQ(dotprod, all.end());
-    EXPECT_FALSE(RestrictKernelTargets("neon_dotprod"));
+// Whether this CPU has the build's int8 extension, from a source other than
+// the code under test: on x86 Linux the kernel's CPU flags (avx_vnni); on
+// ARM, tools/ci-aarch64.sh names what each emulated CPU has in
+// POCKET_TEST_CPU_HAS_DOTPROD (1 or 0), since qemu shows the host's
+// /proc/cpuinfo. Unknown elsewhere.
+std::optional<bool> CpuHasExtension(const std::string& extension) {
+  if (extension == "NEON_DOTPROD") {
+    const char* value = std::getenv("POCKET_TEST_CPU_HAS_DOTPROD");
+    if (value == nullptr) return std::nullopt;
+    return std::string(value) == "1";
   }
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (word == "avx_vnni") return true;
+    }
+    return false;
+  }
+  return std::nullopt;
+}
+
+// The extension is listed, right before its base target, exactly where the
+// CPU has it: a detection that misses it, or claims it on a CPU that would
+// fault on its instructions, fails here.
+TEST_F(KernelTargetTest, Int8ExtensionIsListedWhereTheCpuHasIt) {
+  if (Int8ExtensionName() == nullptr) GTEST_SKIP() << "no int8 extension in this build";
+  const std::string extension = Int8ExtensionName();
+  const std::string base = hwy::TargetName(Int8ExtensionBase());
+  const std::optional<bool> has = CpuHasExtension(extension);
+  if (!has) GTEST_SKIP() << "cannot tell whether this CPU has " << extension;
+  EXPECT_EQ(Int8ExtensionAvailable(), *has);
+  const std::vector<std::string> all = KernelTargets();
+  const auto base_at = std::find(all.begin(), all.end(), base);
+  if (base_at == all.end()) GTEST_SKIP() << "this CPU does not run " << base;
+  const auto extension_at = std::find(all.begin(), all.end(), extension);
+  if (!*has) {
+    EXPECT_EQ(extension_at, all.end());
+    EXPECT_FALSE(RestrictKernelTargets(extension));
+    return;
+  }
+  ASSERT_NE(extension_at, all.end());
+  EXPECT_EQ(extension_at + 1, base_at);
+  // The base target's name holds the int8 Linear to the kernels without the
+  // extension; the extension's name brings it back.
+  ASSERT_TRUE(RestrictKernelTargets(base));
+  EXPECT_EQ(KernelTargetName(), base);
+  EXPECT_FALSE(Int8ExtensionChosen());
+  EXPECT_FALSE(RestrictKernelTargets(extension));  // no longer listed
+  LiftKernelTargetRestriction();
+  ASSERT_TRUE(RestrictKernelTargets(extension));
+  EXPECT_EQ(KernelTargetName(), extension);
+  EXPECT_TRUE(Int8ExtensionChosen());
 }
 
 }  // namespace

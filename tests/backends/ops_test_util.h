@@ -21,25 +21,26 @@
 namespace pocket::cpu::testing {
 
 // Runs body() once per target compiled in and supported by this CPU, with
-// dispatch forced to that target; checks dispatch really switched. On ARM
-// CPUs with dotprod, NEON runs twice: as NEON_DOTPROD, then without sdot.
+// dispatch forced to that target; checks dispatch really switched. Where the
+// CPU has this build's int8 extension (kernel_target.h), its base target
+// runs twice: as the extension (NEON_DOTPROD, AVX2_VNNI), then without it.
 template <typename Body>
 void ForEachTarget(const Body& body) {
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   ASSERT_FALSE(targets.empty());
   for (int64_t target : targets) {
     hwy::SetSupportedTargetsForTest(target);
-    const bool both = target == HWY_NEON && NeonDotprodAvailable();
-    for (const bool dotprod : {true, false}) {
-      if (!dotprod && !both) continue;
-      AllowNeonDotprod(dotprod);
-      const char* name = both && dotprod ? "NEON_DOTPROD" : hwy::TargetName(target);
+    const bool both = target == Int8ExtensionBase() && Int8ExtensionAvailable();
+    for (const bool extended : {true, false}) {
+      if (!extended && !both) continue;
+      AllowInt8Extension(extended);
+      const char* name = both && extended ? Int8ExtensionName() : hwy::TargetName(target);
       SCOPED_TRACE(name);
       EXPECT_STREQ(KernelTargetName(), name);
       body();
     }
   }
-  AllowNeonDotprod(true);
+  AllowInt8Extension(true);
   hwy::SetSupportedTargetsForTest(0);
 }
 

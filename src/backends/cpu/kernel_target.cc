@@ -8,6 +8,8 @@
 #include <sys/auxv.h>
 #elif POCKET_NEON_DOTPROD_KERNELS && defined(__APPLE__)
 #include <sys/sysctl.h>
+#elif POCKET_AVX2_VNNI_KERNELS
+#include <cpuid.h>
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -31,11 +33,22 @@ HWY_EXPORT(Target);
 
 namespace {
 
-constexpr const char* kNeonDotprod = "NEON_DOTPROD";
+#if POCKET_NEON_DOTPROD_KERNELS
+constexpr const char* kExtension = "NEON_DOTPROD";
+constexpr int64_t kExtensionBase = HWY_NEON;
+#elif POCKET_AVX2_VNNI_KERNELS
+constexpr const char* kExtension = "AVX2_VNNI";
+constexpr int64_t kExtensionBase = HWY_AVX2;
+#else
+constexpr const char* kExtension = nullptr;
+constexpr int64_t kExtensionBase = 0;
+#endif
 
-std::atomic<bool> neon_dotprod_allowed{true};
+std::atomic<bool> extension_allowed{true};
 
-bool CpuHasDotprod() {
+bool Allowed() { return extension_allowed.load(std::memory_order_relaxed); }
+
+bool CpuHasExtension() {
 #if POCKET_NEON_DOTPROD_KERNELS && defined(__linux__)  // Android too
   constexpr unsigned long kHwcapAsimdDp = 1UL << 20;   // HWCAP_ASIMDDP, arm64 Linux ABI
   return (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
@@ -43,6 +56,11 @@ bool CpuHasDotprod() {
   int value = 0;
   size_t size = sizeof(value);
   return sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
+#elif POCKET_AVX2_VNNI_KERNELS
+  // CPUID leaf 7 subleaf 1, EAX bit 4: AVX-VNNI. The OS saves the ymm
+  // registers wherever Highway chose AVX2, the only target it extends.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif
@@ -61,32 +79,30 @@ bool SameName(const std::string& a, const char* b) {
 
 }  // namespace
 
-bool NeonDotprodAvailable() {
-  static const bool available = CpuHasDotprod();
+const char* Int8ExtensionName() { return kExtension; }
+int64_t Int8ExtensionBase() { return kExtensionBase; }
+
+bool Int8ExtensionAvailable() {
+  static const bool available = kExtension != nullptr && CpuHasExtension();
   return available;
 }
 
-bool NeonDotprodChosen() {
-#if POCKET_NEON_DOTPROD_KERNELS
-  return neon_dotprod_allowed.load(std::memory_order_relaxed) && NeonDotprodAvailable() &&
-         HWY_DYNAMIC_DISPATCH(Target)() == HWY_NEON;
-#else
-  return false;
-#endif
+bool Int8ExtensionChosen() {
+  return kExtension != nullptr && Allowed() && Int8ExtensionAvailable() &&
+         HWY_DYNAMIC_DISPATCH(Target)() == kExtensionBase;
 }
 
-void AllowNeonDotprod(bool allow) { neon_dotprod_allowed.store(allow, std::memory_order_relaxed); }
+void AllowInt8Extension(bool allow) { extension_allowed.store(allow, std::memory_order_relaxed); }
 
 const char* KernelTargetName() {
-  return NeonDotprodChosen() ? kNeonDotprod : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
+  return Int8ExtensionChosen() ? kExtension : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
 }
 
 std::vector<std::string> KernelTargets() {
   std::vector<std::string> names;
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    if (target == HWY_NEON && NeonDotprodAvailable() &&
-        neon_dotprod_allowed.load(std::memory_order_relaxed)) {
-      names.push_back(kNeonDotprod);
+    if (target == kExtensionBase && Int8ExtensionAvailable() && Allowed()) {
+      names.push_back(kExtension);
     }
     names.push_back(hwy::TargetName(target));
   }
@@ -101,14 +117,13 @@ std::string KernelTargetList(const char* separator) {
 
 bool RestrictKernelTargets(const std::string& name) {
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    const bool dotprod = target == HWY_NEON && NeonDotprodAvailable() &&
-                         neon_dotprod_allowed.load(std::memory_order_relaxed) &&
-                         SameName(name, kNeonDotprod);
-    if (!dotprod && !SameName(name, hwy::TargetName(target))) continue;
+    const bool extended = target == kExtensionBase && Int8ExtensionAvailable() && Allowed() &&
+                          SameName(name, kExtension);
+    if (!extended && !SameName(name, hwy::TargetName(target))) continue;
     // Better targets have the lower bits.
     hwy::DisableTargets(target - 1);
-    // "NEON" alone means without dotprod; every other name leaves it as is.
-    if (target == HWY_NEON) AllowNeonDotprod(dotprod);
+    // The base target's own name means without the extension.
+    if (target == kExtensionBase) AllowInt8Extension(extended);
     return true;
   }
   return false;
@@ -116,7 +131,7 @@ bool RestrictKernelTargets(const std::string& name) {
 
 void LiftKernelTargetRestriction() {
   hwy::DisableTargets(0);
-  AllowNeonDotprod(true);
+  AllowInt8Extension(true);
 }
 
 }  // namespace pocket::cpu

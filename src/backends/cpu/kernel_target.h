@@ -2,18 +2,22 @@
 // and tests that check every target really ran), and a way to hold them to
 // an older one.
 //
-// One name is Pocket's own: "NEON_DOTPROD", NEON whose int8 Linear uses the
-// ARMv8.2 dotprod extension (sdot; linear_int8_dotprod.cc). Highway 1.0.3
-// has no such target, so on ARM CPUs that report dotprod it is listed before
-// "NEON", which then names the ARMv8.0 kernels alone.
+// Two names are Pocket's own, for an int8 dot-product extension that
+// Highway 1.0.3's targets do not assume: "NEON_DOTPROD" (NEON with ARMv8.2
+// dotprod: sdot) and "AVX2_VNNI" (AVX2 with AVX-VNNI: the VEX vpdpbusd of
+// x86 CPUs without AVX-512). The int8 Linear is built a second time with the
+// extension (linear_int8_dotprod.cc, linear_int8_avx_vnni.cc), and where
+// the CPU has it the extended name is listed right before its base target,
+// which then names the kernels without the extension.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace pocket::cpu {
 
-// e.g. "AVX2", "AVX3", "NEON_DOTPROD", "NEON", "EMU128".
+// e.g. "AVX3_DL", "AVX2_VNNI", "AVX2", "NEON_DOTPROD", "NEON", "EMU128".
 const char* KernelTargetName();
 
 // The targets the kernels can dispatch to now: compiled into this build,
@@ -31,11 +35,17 @@ std::string KernelTargetList(const char* separator);
 bool RestrictKernelTargets(const std::string& name);
 void LiftKernelTargetRestriction();
 
-// Whether this build has the NEON_DOTPROD kernels and this CPU runs them
-// (whatever the restriction), and whether the kernels dispatch to them now.
-bool NeonDotprodAvailable();
-bool NeonDotprodChosen();
-// Lets NEON dispatch use them (the default) or not; tests run both.
-void AllowNeonDotprod(bool allow);
+// The int8 extension of this build ("NEON_DOTPROD", "AVX2_VNNI", or nullptr
+// where none was built) and the Highway target it extends (HWY_NEON,
+// HWY_AVX2; 0 if none).
+const char* Int8ExtensionName();
+int64_t Int8ExtensionBase();
+// Whether this CPU runs the extension's kernels (whatever the restriction),
+// and whether the kernels dispatch to them now: the base target is the one
+// chosen and the extension is allowed.
+bool Int8ExtensionAvailable();
+bool Int8ExtensionChosen();
+// Lets the base target's dispatch use them (the default) or not; tests run both.
+void AllowInt8Extension(bool allow);
 
 }  // namespace pocket::cpu

@@ -51,15 +51,24 @@ HWY_EXPORT(PrefillRowsInt8);
 HWY_EXPORT(Rows16DecodeInt8);
 HWY_EXPORT(Rows16PrefillInt8);
 
+// The int8 extension's build of the same kernels (kernel_target.h):
+// linear_int8_dotprod.cc (NEON with sdot) or linear_int8_avx_vnni.cc (AVX2
+// with vpdpbusd), declared with the types of the base target's ones, which
+// this file defines.
 #if POCKET_NEON_DOTPROD_KERNELS
-// linear_int8_dotprod.cc: the same kernels for NEON with sdot, declared with
-// the types of the NEON ones this file defines.
-namespace N_NEON_DOTPROD {
-decltype(N_NEON::DecodeRowsInt8) DecodeRowsInt8;
-decltype(N_NEON::PrefillRowsInt8) PrefillRowsInt8;
-decltype(N_NEON::Rows16DecodeInt8) Rows16DecodeInt8;
-decltype(N_NEON::Rows16PrefillInt8) Rows16PrefillInt8;
-}  // namespace N_NEON_DOTPROD
+#define POCKET_INT8_EXTENSION N_NEON_DOTPROD
+#define POCKET_INT8_EXTENSION_BASE N_NEON
+#elif POCKET_AVX2_VNNI_KERNELS
+#define POCKET_INT8_EXTENSION N_AVX2_VNNI
+#define POCKET_INT8_EXTENSION_BASE N_AVX2
+#endif
+#ifdef POCKET_INT8_EXTENSION
+namespace POCKET_INT8_EXTENSION {
+decltype(POCKET_INT8_EXTENSION_BASE::DecodeRowsInt8) DecodeRowsInt8;
+decltype(POCKET_INT8_EXTENSION_BASE::PrefillRowsInt8) PrefillRowsInt8;
+decltype(POCKET_INT8_EXTENSION_BASE::Rows16DecodeInt8) Rows16DecodeInt8;
+decltype(POCKET_INT8_EXTENSION_BASE::Rows16PrefillInt8) Rows16PrefillInt8;
+}  // namespace POCKET_INT8_EXTENSION
 #endif
 
 namespace {
@@ -73,10 +82,11 @@ struct Int8Kernels {
 };
 
 Int8Kernels ChosenKernels() {
-#if POCKET_NEON_DOTPROD_KERNELS
-  if (NeonDotprodChosen()) {
-    return {&N_NEON_DOTPROD::DecodeRowsInt8, &N_NEON_DOTPROD::PrefillRowsInt8,
-            &N_NEON_DOTPROD::Rows16DecodeInt8, &N_NEON_DOTPROD::Rows16PrefillInt8};
+#ifdef POCKET_INT8_EXTENSION
+  if (Int8ExtensionChosen()) {
+    namespace ext = POCKET_INT8_EXTENSION;
+    return {&ext::DecodeRowsInt8, &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
+            &ext::Rows16PrefillInt8};
   }
 #endif
   return {&HWY_DYNAMIC_DISPATCH(DecodeRowsInt8), &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),

@@ -17,16 +17,8 @@
     "linear_int8_dotprod.cc is the NEON target with dotprod: compile it with -march=armv8.2-a+dotprod"
 #endif
 
-// Everything the kernels define lands in pocket::cpu::N_NEON_DOTPROD, not in
-// N_NEON: linear_int8.cc defines the same functions there without sdot, and
-// the linker must not take one for the other. Highway's ops are internal to
-// each file (static inline), so they are used from N_NEON as they are.
-#undef HWY_NAMESPACE
-#define HWY_NAMESPACE N_NEON_DOTPROD
-namespace hwy::N_NEON_DOTPROD {
-using namespace hwy::N_NEON;  // NOLINT(build/namespaces)
-}  // namespace hwy::N_NEON_DOTPROD
-
-#include "backends/cpu/linear_int8_kernels-inl.h"
+#define POCKET_INT8_EXTENSION_NS N_NEON_DOTPROD
+#define POCKET_INT8_EXTENSION_BASE_NS N_NEON
+#include "backends/cpu/linear_int8_extension-inl.h"
 
 #endif  // POCKET_NEON_DOTPROD_KERNELS
