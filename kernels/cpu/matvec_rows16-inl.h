@@ -302,8 +302,12 @@ HWY_INLINE void StoreTokens(DF df, V f0, V f1, V f2, V f3, const float* bias, si
 }
 
 // Targets with 32 vector registers (AVX-512, aarch64 NEON and SVE) tile two
-// lane blocks by 4 tokens, so each activation broadcast feeds two dots.
-#if HWY_TARGET <= HWY_AVX3 || HWY_ARCH_ARM_A64
+// lane blocks by 4 tokens, so each activation broadcast feeds two dots. So
+// does AVX2 with AVX-VNNI, whose 16 registers then spill the f32 sums (one
+// update per group): with one vpdpbusd per dot the broadcasts were the cost,
+// and the pair tile ran 1.49-1.57x the single one in ops_bench (896 x 896 x
+// 64 tokens). Plain AVX2 (maddubs and madd per dot) gained nothing from it.
+#if HWY_TARGET <= HWY_AVX3 || HWY_ARCH_ARM_A64 || defined(POCKET_INT8_AVX_VNNI)
 #define POCKET_ROWS16_GEMM_PAIRS 1
 #else
 #define POCKET_ROWS16_GEMM_PAIRS 0
