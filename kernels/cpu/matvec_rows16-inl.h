@@ -260,9 +260,9 @@ HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs
 #endif  // POCKET_ROWS16_GEMV_BLOCKS
 
 // With GroupDot, group 64 (the converter's default) gets a group loop the
-// compiler unrolls: for AVX3_DL on the Zen 5 host it streamed a 256 MiB weight at 0.87-0.94 of the
-// read probe on 1 thread (the counted loop 0.87-0.88) and 0.91-0.98 on 2 (0.87-0.94), in 3
-// alternated invocations.
+// compiler unrolls: for AVX3_DL on the Zen 5 host it streamed a 256 MiB
+// weight at 0.87-0.94 of the read probe on 1 thread (the counted loop
+// 0.87-0.88) and 0.91-0.98 on 2 (0.87-0.94), in 3 alternated invocations.
 HWY_INLINE void Rows16GemvInt8(const Rows16Weights& w, const QuantizedActs& a, const float* bias,
                                size_t r0, size_t r1, float* HWY_RESTRICT out) {
 #if POCKET_ROWS16_GEMV_BLOCKS

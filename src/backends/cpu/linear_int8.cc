@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/kernel_target.h"
+#include "backends/cpu/linear_int8_extension.h"
 #include "backends/cpu/parallel.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -55,20 +56,13 @@ HWY_EXPORT(Rows16PrefillInt8);
 // linear_int8_dotprod.cc (NEON with sdot) or linear_int8_avx_vnni.cc (AVX2
 // with vpdpbusd), declared with the types of the base target's ones, which
 // this file defines.
-#if POCKET_NEON_DOTPROD_KERNELS
-#define POCKET_INT8_EXTENSION N_NEON_DOTPROD
-#define POCKET_INT8_EXTENSION_BASE N_NEON
-#elif POCKET_AVX2_VNNI_KERNELS
-#define POCKET_INT8_EXTENSION N_AVX2_VNNI
-#define POCKET_INT8_EXTENSION_BASE N_AVX2
-#endif
-#ifdef POCKET_INT8_EXTENSION
-namespace POCKET_INT8_EXTENSION {
-decltype(POCKET_INT8_EXTENSION_BASE::DecodeRowsInt8) DecodeRowsInt8;
-decltype(POCKET_INT8_EXTENSION_BASE::PrefillRowsInt8) PrefillRowsInt8;
-decltype(POCKET_INT8_EXTENSION_BASE::Rows16DecodeInt8) Rows16DecodeInt8;
-decltype(POCKET_INT8_EXTENSION_BASE::Rows16PrefillInt8) Rows16PrefillInt8;
-}  // namespace POCKET_INT8_EXTENSION
+#ifdef POCKET_INT8_EXTENSION_NS
+namespace POCKET_INT8_EXTENSION_NS {
+decltype(POCKET_INT8_EXTENSION_BASE_NS::DecodeRowsInt8) DecodeRowsInt8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::PrefillRowsInt8) PrefillRowsInt8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16DecodeInt8) Rows16DecodeInt8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16PrefillInt8) Rows16PrefillInt8;
+}  // namespace POCKET_INT8_EXTENSION_NS
 #endif
 
 namespace {
@@ -82,9 +76,9 @@ struct Int8Kernels {
 };
 
 Int8Kernels ChosenKernels() {
-#ifdef POCKET_INT8_EXTENSION
+#ifdef POCKET_INT8_EXTENSION_NS
   if (Int8ExtensionChosen()) {
-    namespace ext = POCKET_INT8_EXTENSION;
+    namespace ext = POCKET_INT8_EXTENSION_NS;
     return {&ext::DecodeRowsInt8, &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
             &ext::Rows16PrefillInt8};
   }

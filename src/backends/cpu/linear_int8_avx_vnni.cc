@@ -17,8 +17,6 @@
     "linear_int8_avx_vnni.cc is the AVX2 target with AVX-VNNI: compile it with AVX2's flags and -mavxvnni"
 #endif
 
-#define POCKET_INT8_EXTENSION_NS N_AVX2_VNNI
-#define POCKET_INT8_EXTENSION_BASE_NS N_AVX2
 #include "backends/cpu/linear_int8_extension-inl.h"
 
 #endif  // POCKET_AVX2_VNNI_KERNELS

@@ -17,8 +17,6 @@
     "linear_int8_dotprod.cc is the NEON target with dotprod: compile it with -march=armv8.2-a+dotprod"
 #endif
 
-#define POCKET_INT8_EXTENSION_NS N_NEON_DOTPROD
-#define POCKET_INT8_EXTENSION_BASE_NS N_NEON
 #include "backends/cpu/linear_int8_extension-inl.h"
 
 #endif  // POCKET_NEON_DOTPROD_KERNELS

@@ -1,14 +1,14 @@
 // The int8 Linear's kernels for an extension of a Highway target
 // (kernel_target.h), included once by linear_int8_dotprod.cc and
 // linear_int8_avx_vnni.cc after <hwy/highway.h> (whose static target is the
-// base one, compiled with the extension) and after defining
-//   POCKET_INT8_EXTENSION_NS       the extension's namespace, e.g. N_AVX2_VNNI
-//   POCKET_INT8_EXTENSION_BASE_NS  the base target's, e.g. N_AVX2
-// Everything the kernels define lands in pocket::cpu::POCKET_INT8_EXTENSION_NS,
+// base one, compiled with the extension). Everything the kernels define
+// lands in pocket::cpu::POCKET_INT8_EXTENSION_NS (linear_int8_extension.h),
 // not in the base namespace: linear_int8.cc defines the same functions there
 // without the extension, and the linker must not take one for the other.
 // Highway's ops are internal to each file (static inline), so they are used
 // from the base namespace as they are.
+
+#include "backends/cpu/linear_int8_extension.h"
 
 #undef HWY_NAMESPACE
 #define HWY_NAMESPACE POCKET_INT8_EXTENSION_NS
