@@ -225,6 +225,39 @@ HWY_INLINE void WidenBf16Pairs(const hwy::bfloat16_t* HWY_RESTRICT k_block, size
   }
 }
 
+// A q8 cache's K block (ops.h's quads of channels) widened into F32Block's
+// kb, zeros from count to padded. k_stride: elements between quads; slot:
+// the block's first slot in its page (a narrower last quad, for a head_dim
+// that is not a multiple of 4, takes fewer bytes per slot).
+HWY_INLINE void WidenQuads(const int8_t* HWY_RESTRICT k_block, size_t k_stride, size_t count,
+                           size_t padded, size_t head_dim, size_t slot, float* HWY_RESTRICT kb) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t N = hn::Lanes(di);
+  // Channel k of each 32-bit word, sign-extended.
+  const auto channel = [&](auto word, auto k) {
+    return hn::ConvertTo(df, hn::ShiftRight<24>(hn::ShiftLeft<24 - 8 * decltype(k)::value>(word)));
+  };
+  for (size_t g = 0; g < head_dim; g += 4) {
+    const size_t width = std::min<size_t>(4, head_dim - g);
+    const int8_t* quad =
+        k_block + g / 4 * k_stride - slot * (std::min<size_t>(4, head_dim) - width);
+    float* rows = kb + g * kScoreBlock;
+    size_t p = 0;
+    for (; width == 4 && p + N <= count; p += N) {
+      const auto word = hn::LoadU(di, reinterpret_cast<const int32_t*>(quad + 4 * p));
+      hn::Store(channel(word, std::integral_constant<int, 0>()), df, rows + p);
+      hn::Store(channel(word, std::integral_constant<int, 1>()), df, rows + kScoreBlock + p);
+      hn::Store(channel(word, std::integral_constant<int, 2>()), df, rows + 2 * kScoreBlock + p);
+      hn::Store(channel(word, std::integral_constant<int, 3>()), df, rows + 3 * kScoreBlock + p);
+    }
+    for (size_t k = 0; k < width; ++k) {
+      for (size_t i = p; i < count; ++i) rows[k * kScoreBlock + i] = quad[i * width + k];
+      for (size_t i = count; i < padded; ++i) rows[k * kScoreBlock + i] = 0.0f;
+    }
+  }
+}
+
 // q8 caches: s[0, count) = the f32 scales of kv head `kv_offset / head_dim`
 // at positions [p0, p0 + count) of one page of `pages` (one f16 run, ops.h),
 // s[count, padded) = 0.
@@ -442,12 +475,15 @@ struct F32Block {
   template <typename T>
   HWY_INLINE void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
                         const T* HWY_RESTRICT v_block, size_t v_stride, size_t count, size_t padded,
-                        size_t head_dim) {
+                        size_t head_dim, size_t slot) {
     if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
       return WidenBf16Pairs(k_block, k_stride, v_block, count, padded, head_dim, kb, vb);
-    }
-    for (size_t c = 0; c < head_dim; ++c) {
-      WidenRun(k_block + c * k_stride, count, padded, kb + c * kScoreBlock);
+    } else if constexpr (std::is_same_v<T, int8_t>) {
+      WidenQuads(k_block, k_stride, count, padded, head_dim, slot, kb);
+    } else {
+      for (size_t c = 0; c < head_dim; ++c) {
+        WidenRun(k_block + c * k_stride, count, padded, kb + c * kScoreBlock);
+      }
     }
     if (v_stride == head_dim) {
       WidenRun(v_block, count * head_dim, count * head_dim, vb);
@@ -499,14 +535,16 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
   // values (channel-major) and its V rows every v_stride values (head-major:
   // one contiguous run per block). bf16 pairs channels: its K rows (k_rows
   // of them) are pairs, k_stride apart, each position taking two values.
+  // q8 groups K's channels by quads (k_rows quads, each word 4 codes).
   constexpr bool kPairs = std::is_same_v<T, hwy::bfloat16_t>;
+  constexpr bool kScaled = std::is_same_v<T, int8_t>;
+  constexpr size_t kWord = kPairs ? 2 : kScaled ? 4 : 1;  // KvChannelsPerWord
   const size_t k_stride = KvValueStride(kv, kv.k_pages);
   const size_t v_stride = KvHeadSize(kv);
-  const size_t k_rows = kPairs ? head_dim / 2 : head_dim;
-  constexpr size_t kPositionBytes = kPairs ? 2 * sizeof(T) : sizeof(T);
+  const size_t k_rows = (head_dim + kWord - 1) / kWord;
+  constexpr size_t kPositionBytes = kWord * sizeof(T);
   HWY_ALIGN float scores[Block::kRows * kScoreBlock];
   // q8: the block's K and V scales (the codes widen as they are).
-  constexpr bool kScaled = std::is_same_v<T, int8_t>;
   HWY_ALIGN float k_scales[kScaled ? kScoreBlock : 1];
   HWY_ALIGN float v_scales[kScaled ? kScoreBlock : 1];
   for (size_t p0 = begin, count = 0; p0 < max_len; p0 += count) {
@@ -517,7 +555,8 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
       BlockScales(kv, kv.v_pages, p0, count, padded, kv_offset, v_scales);
     }
     block.Widen(KvHeadRow<T>(kv, kv.k_pages, p0, kv_offset), k_stride,
-                KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset), v_stride, count, padded, head_dim);
+                KvHeadRow<T>(kv, kv.v_pages, p0, kv_offset), v_stride, count, padded, head_dim,
+                p0 % kv.page_tokens);
     // In a model the layer's cache was last read a token ago and comes from
     // DRAM, in runs the hardware prefetchers pick up late (a head's block is
     // 8 KB of K and 8 of V: alone, such runs read at 14 GB/s where long ones
@@ -527,7 +566,7 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
     // each group of rows. (All at once, while this block was widened, the
     // hints measured 3-4% slower decoding on one thread; a burst outruns
     // the core's miss buffers.)
-    constexpr bool kPaced = Block::kPacedPrefetch && kPairs;
+    constexpr bool kPaced = Block::kPacedPrefetch && kWord > 1;
     const size_t next = p0 + count;
     const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
     const size_t shares = (rows + Block::kRows - 1) / Block::kRows;

@@ -173,7 +173,7 @@ struct Bf16Block {
   template <typename T>
   POCKET_BF16_ATTR void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
                               const T* HWY_RESTRICT v_block, size_t v_stride, size_t count,
-                              size_t padded, size_t head_dim) {
+                              size_t padded, size_t head_dim, size_t /*slot*/) {
     if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
       // In place: k_stride counts the elements between K's pairs of channels.
       (void)v_stride;

@@ -146,6 +146,13 @@ HWY_INLINE hn::Vec512<int32_t> DotU7(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b
       _mm512_add_epi32(acc.raw, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))};
 #endif
 }
+// AVX-512 has no sign_epi8: b is negated where a < 0 (under a mask).
+HWY_INLINE hn::Vec512<int32_t> DotS8(hn::Vec512<int8_t> a, hn::Vec512<int8_t> b,
+                                     hn::Vec512<int32_t> acc) {
+  const __m512i signed_b =
+      _mm512_mask_sub_epi8(b.raw, _mm512_movepi8_mask(a.raw), _mm512_setzero_si512(), b.raw);
+  return DotU7(hn::Vec512<uint8_t>{_mm512_abs_epi8(a.raw)}, hn::Vec512<int8_t>{signed_b}, acc);
+}
 #if HWY_TARGET != HWY_AVX3_DL
 HWY_INLINE hn::Vec512<int16_t> DotU4(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b,
                                      hn::Vec512<int16_t> sums) {

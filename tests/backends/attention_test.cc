@@ -64,7 +64,7 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng,
                << "kv=" << TypeName(c.type) << " page=" << c.page_tokens << " n_past=" << c.n_past
                << " n=" << c.n << " heads=" << c.n_heads << "/" << c.n_kv_heads
                << " hd=" << c.head_dim << " threads=" << (pool ? pool->NumThreads() : 0)
-               << " bf16=" << (math == AttentionMath::kBf16));
+               << " math=" << static_cast<int>(math));
   const size_t kv_dim = c.n_kv_heads * c.head_dim;
   const size_t total = c.n_past + c.n;
   std::vector<float> k = RandomFloats(total * kv_dim, rng, -2.0f, 2.0f);
@@ -80,11 +80,13 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng,
 
   TestCache expected_cache(c.type, c.page_tokens, kv_dim, total, c.head_dim);
   reference::KvAppend(expected_cache.view, 0, k.data(), v.data(), total);
-  std::vector<float> expected(q.size()), expected_bf16(q.size());
+  std::vector<float> expected(q.size()), expected_bf16(q.size()), expected_int8(q.size());
   reference::Attention(q.data(), c.n, c.n_past, expected_cache.view, c.n_heads, c.n_kv_heads,
                        c.head_dim, expected.data());
   reference::Attention(q.data(), c.n, c.n_past, expected_cache.view, c.n_heads, c.n_kv_heads,
                        c.head_dim, expected_bf16.data(), AttentionMath::kBf16);
+  reference::Attention(q.data(), c.n, c.n_past, expected_cache.view, c.n_heads, c.n_kv_heads,
+                       c.head_dim, expected_int8.data(), AttentionMath::kInt8);
 
   ForEachTarget([&] {
     // The past in one call, the batch in another, as a session does.
@@ -103,10 +105,22 @@ void CheckAttention(const Case& c, ThreadPool* pool, std::mt19937& rng,
     // weight (relative 2^-8 at most) moves an output by at most 2^-8 max|v|
     // more. A weight scales a whole row, so that holds for rotated q8 rows
     // too: H maps the weighted stored rows back to the decoded V rows.
-    const bool bf16 =
-        math == AttentionMath::kBf16 && c.head_dim % 16 == 0 && AttentionBf16Available();
-    const std::vector<float>& want = bf16 ? expected_bf16 : expected;
-    const float tolerance = bf16 ? 2e-5f + 1.0f / 256 : 2e-5f;
+    // In int8 the reference quantizes the query as the kernel does; the
+    // kernel's softmax weights are within 1e-4 relative (Exp2Coarse) and,
+    // on AVX3_DL, rounded to int16 steps of each block's largest, which
+    // moves an output by at most 64 / 65534 max|v| (ops.h). A rotated
+    // query (H q) is computed differently by each, and a code whose
+    // argument lies within that rounding of a half step may differ by one:
+    // a score by at most scale_q |k_c| <= (2 / 127) 2, an output by less
+    // than 1/256 here.
+    const AttentionMath used = AttentionMathFor(cache.view, c.head_dim, math);
+    const std::vector<float>& want = used == AttentionMath::kBf16   ? expected_bf16
+                                     : used == AttentionMath::kInt8 ? expected_int8
+                                                                    : expected;
+    const bool loose =
+        used == AttentionMath::kBf16 || (used == AttentionMath::kInt8 && KvRotated(cache.view));
+    const float weights = used == AttentionMath::kInt8 ? 2e-4f + 64.0f / 65534 : 0.0f;
+    const float tolerance = (loose ? 2e-5f + 1.0f / 256 : 2e-5f) + weights;
     for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], tolerance) << i;
   });
 }
@@ -131,6 +145,14 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kQ8, 8, 5, 3, 4, 2, 4},
       {KvType::kQ8, 8, 9, 2, 4, 1, 8},
       {KvType::kQ8, 8, 9, 2, 2, 1, 16},
+      // q8 K quads: blocks that start mid-page (slot 64 of 80), with a
+      // narrower last quad (18 channels) and whole quads (the int8 products
+      // where the target has them), and a head of one quad.
+      {KvType::kQ8, 80, 100, 3, 4, 2, 18},
+      {KvType::kQ8, 80, 150, 2, 14, 2, 48},
+      {KvType::kQ8, 16, 40, 2, 4, 2, 4},
+      // Not rotated, whole 64-channel runs (AVX3_DL's int16 weight pairs).
+      {KvType::kQ8, 32, 90, 3, 4, 2, 192},
       // Several 64-position blocks and 16-token tasks with a long past.
       {KvType::kF16, 64, 150, 40, 14, 2, 64},
       {KvType::kF32, 16, 70, 33, 8, 2, 128},
@@ -177,6 +199,10 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kF16, 64, 90, 50, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
     CheckAttention({KvType::kF16, 64, 700, 1, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
     CheckAttention({KvType::kF32, 16, 1000, 3, 8, 1, 32}, &pool, rng, AttentionMath::kBf16);
+    CheckAttention({KvType::kQ8, 16, 37, 5, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
+    // A long q8 decode in segments (head 48: not rotated, so the codes
+    // stored match the reference's exactly at any length).
+    CheckAttention({KvType::kQ8, 64, 701, 1, 14, 2, 48}, &pool, rng, AttentionMath::kInt8);
     CheckAttention({KvType::kBf16, 16, 37, 5, 14, 2, 64}, &pool, rng);
     CheckAttention({KvType::kBf16, 64, 701, 1, 14, 2, 64}, &pool, rng);
     CheckAttention({KvType::kBf16, 64, 701, 1, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);

@@ -323,9 +323,15 @@ int CmdBench(int argc, char** argv) {
     peak_gemm = cpu::MeasureInt8Peak(model.pool(), 64, 5) / 1e9;
   }
   const auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
-  const char* attention =
-      model.attention_math() == cpu::AttentionMath::kBf16 && cpu::AttentionBf16Available() ? "bf16"
-                                                                                           : "f32";
+  // What the CPU attention multiplies with for this session's cache.
+  cpu::KvView cache;
+  cache.type = loaded.session.kv_type;
+  cache.page_tokens = loaded.session.kv_page_tokens;
+  const cpu::AttentionMath products = cpu::AttentionMathFor(
+      cache, static_cast<size_t>(model.config().head_dim), model.attention_math());
+  const char* attention = products == cpu::AttentionMath::kBf16   ? "bf16"
+                          : products == cpu::AttentionMath::kInt8 ? "int8"
+                                                                  : "f32";
   if (args.Has("--json")) {
     Json out = Json::object();
     out["model"] = args.Get("-m");

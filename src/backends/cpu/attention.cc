@@ -24,8 +24,15 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+// AVX3_DL's int8 dot is AVX512-VNNI, which Highway 1.0.3's flags for that
+// target do not enable (linear_int8.cc): the int8 attention products add it.
+#if HWY_TARGET == HWY_AVX3_DL
+HWY_PUSH_ATTRIBUTES("avx512vnni")
+#endif
+
 #include "kernels/cpu/attention-inl.h"
 #include "kernels/cpu/attention_bf16-inl.h"
+#include "kernels/cpu/attention_int8-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
@@ -108,49 +115,73 @@ uint16_t QuantizeQ8Kernel(const float* HWY_RESTRICT x, size_t n, int8_t* HWY_RES
 // have AVX512_BF16 as well).
 bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
 
+// Whether this target has AttendGroupKernel's int8 products (q8 caches).
+bool AttentionInt8Compiled() { return POCKET_ATTENTION_INT8; }
+
+// AttendGroup with the Block that `math` names (Attention has checked that
+// this target and the cache allow it). q_scratch: the rows' queries in
+// bf16 (head_dim values per row), or in int8 (head_dim codes per row, then
+// a float scale and an int32 bias per row).
 template <typename T>
 void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                    size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
-                   size_t begin, size_t end, bool normalize, bool bf16, float* kb, float* vb,
-                   uint16_t* qb, float* max, float* sum) {
-#if POCKET_ATTENTION_BF16
-  if (bf16) {
-    Bf16Block block{q_rows, reinterpret_cast<uint32_t*>(kb), reinterpret_cast<uint32_t*>(vb), qb};
-    return AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                          normalize, max, sum);
+                   size_t begin, size_t end, bool normalize, AttentionMath math, float* kb,
+                   float* vb, void* q_scratch, float* max, float* sum) {
+#if POCKET_ATTENTION_INT8
+  if constexpr (std::is_same_v<T, int8_t>) {
+    if (math == AttentionMath::kInt8) {
+      int8_t* codes = static_cast<int8_t*>(q_scratch);
+      float* scales = reinterpret_cast<float*>(codes + rows * head_dim);
+      Int8Block block{q_rows, codes, scales, reinterpret_cast<int32_t*>(scales + rows)};
+      return AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                            normalize, max, sum);
+    }
   }
-#else
-  (void)bf16;
-  (void)qb;
 #endif
+#if POCKET_ATTENTION_BF16
+  if constexpr (!std::is_same_v<T, int8_t>) {
+    if (math == AttentionMath::kBf16) {
+      Bf16Block block{q_rows, reinterpret_cast<uint32_t*>(kb), reinterpret_cast<uint32_t*>(vb),
+                      static_cast<uint16_t*>(q_scratch)};
+      return AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                            normalize, max, sum);
+    }
+  }
+#endif
+  (void)math;
+  (void)q_scratch;
   F32Block block{q_rows, kb, vb};
   AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end, normalize,
                  max, sum);
 }
 
-// kb and vb: kScoreBlock * head_dim floats each, 64-byte aligned; qb (bf16
-// only): head_dim values per row; max, sum: one float per row.
+// kb and vb: kScoreBlock * head_dim floats each, 64-byte aligned; max, sum:
+// one float per row.
 void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                        size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
-                       float scale, size_t begin, size_t end, bool normalize, bool bf16, float* kb,
-                       float* vb, uint16_t* qb, float* max, float* sum) {
+                       float scale, size_t begin, size_t end, bool normalize, AttentionMath math,
+                       float* kb, float* vb, void* q_scratch, float* max, float* sum) {
   if (kv.type == KvType::kF32) {
     AttendGroupAs<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                         normalize, bf16, kb, vb, qb, max, sum);
+                         normalize, math, kb, vb, q_scratch, max, sum);
   } else if (kv.type == KvType::kBf16) {
     AttendGroupAs<hwy::bfloat16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
-                                   begin, end, normalize, bf16, kb, vb, qb, max, sum);
+                                   begin, end, normalize, math, kb, vb, q_scratch, max, sum);
   } else if (kv.type == KvType::kQ8) {
     AttendGroupAs<int8_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                          normalize, bf16, kb, vb, qb, max, sum);
+                          normalize, math, kb, vb, q_scratch, max, sum);
   } else {
     AttendGroupAs<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
-                                  begin, end, normalize, bf16, kb, vb, qb, max, sum);
+                                  begin, end, normalize, math, kb, vb, q_scratch, max, sum);
   }
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
+
+#if HWY_TARGET == HWY_AVX3_DL
+HWY_POP_ATTRIBUTES
+#endif
 
 #if HWY_ONCE
 namespace pocket::cpu {
@@ -159,6 +190,7 @@ HWY_EXPORT(AttendGroupKernel);
 HWY_EXPORT(HadamardKernel);
 HWY_EXPORT(QuantizeQ8Kernel);
 HWY_EXPORT(AttentionBf16Compiled);
+HWY_EXPORT(AttentionInt8Compiled);
 HWY_EXPORT(ToF16Kernel);
 HWY_EXPORT(ToBf16Kernel);
 
@@ -198,10 +230,20 @@ uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 // a time with a fixed step, so the layout is resolved once per head rather
 // than once per value (KvAppend runs this for every token of a prefill).
 // bf16 K goes by pairs of channels, 2 page_tokens values apart; bf16 V steps
-// 2 values, or 1 in a slot without a partner (ops.h).
+// 2 values, or 1 in a slot without a partner; q8 K goes by quads of a
+// head's channels (ops.h).
 template <typename F>
 void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
   size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
+  if (kv.type == KvType::kQ8 && pages == kv.k_pages) {
+    for (size_t h0 = 0; h0 < kv.row_stride; h0 += kv.head_dim) {
+      for (size_t g = 0; g < kv.head_dim; g += 4) {
+        uint8_t* at = ElemAt(kv, pages, t, h0 + g);
+        for (size_t c = g; c < std::min(g + 4, kv.head_dim); ++c) f(h0 + c, at++);
+      }
+    }
+    return;
+  }
   if (kv.type == KvType::kBf16 && pages == kv.k_pages) {
     uint8_t* at = ElemAt(kv, pages, t, 0);
     size_t i = 0;
@@ -397,8 +439,8 @@ namespace {
 // tasks score rotated copies of their queries, and the weighted sum of the
 // H v rows, H out, is rotated back once it is complete.
 void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
-                      size_t n_kv_heads, size_t head_dim, float scale, bool bf16, float* out,
-                      ThreadPool* pool) {
+                      size_t n_kv_heads, size_t head_dim, float scale, AttentionMath math,
+                      float* out, ThreadPool* pool) {
   const size_t group = n_heads / n_kv_heads;
   const bool rotated = KvRotated(kv);
   const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
@@ -447,8 +489,11 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     thread_local std::vector<float> rotated_q;
     // kb and vb start on a cache line (64 bytes = 16 floats), so no vector
     // load of them straddles two lines; then max and sum (rows each) and, in
-    // bf16, the rows' queries.
-    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + (bf16 ? rows * head_dim / 2 : 0) + 16);
+    // bf16 or int8, the rows' queries (AttendGroupAs).
+    const size_t q_floats = math == AttentionMath::kBf16   ? (rows * head_dim + 1) / 2
+                            : math == AttentionMath::kInt8 ? (rows * head_dim + 3) / 4 + 2 * rows
+                                                           : 0;
+    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + q_floats + 16);
     q_rows.clear();
     out_rows.clear();
     lens.clear();
@@ -473,11 +518,11 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
     float* max = segments > 1 ? part_max + first : b + 2 * kGroupBlock * head_dim;
     float* sum = segments > 1 ? part_sum + first : max + rows;
-    uint16_t* qb = reinterpret_cast<uint16_t*>(b + 2 * kGroupBlock * head_dim + 2 * rows);
+    float* q_scratch = b + 2 * kGroupBlock * head_dim + 2 * rows;
     HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
     (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
-     boundary(seg), boundary(seg + 1), segments == 1, bf16, b, b + kGroupBlock * head_dim, qb, max,
-     sum);
+     boundary(seg), boundary(seg + 1), segments == 1, math, b, b + kGroupBlock * head_dim,
+     q_scratch, max, sum);
     for (size_t i = 0; rotated && segments == 1 && i < rows; ++i) {
       HadamardRow(out_rows[i], head_dim);
     }
@@ -529,8 +574,21 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
     return;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const bool bf16 = math == AttentionMath::kBf16 && head_dim % 16 == 0 && AttentionBf16Available();
-  AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale, bf16, out, pool);
+  AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale,
+                   AttentionMathFor(kv, head_dim, math), out, pool);
+}
+
+AttentionMath AttentionMathFor(const KvView& kv, size_t head_dim, AttentionMath math) {
+  if (math == AttentionMath::kF32) return math;
+  if (kv.type == KvType::kQ8) {
+    // Whole vectors of positions lie in one page (ops.h), quads in a head.
+    return kv.page_tokens % 16 == 0 && head_dim % 4 == 0 &&
+                   HWY_DYNAMIC_DISPATCH(AttentionInt8Compiled)()
+               ? AttentionMath::kInt8
+               : AttentionMath::kF32;
+  }
+  return head_dim % 16 == 0 && AttentionBf16Available() ? AttentionMath::kBf16
+                                                        : AttentionMath::kF32;
 }
 
 }  // namespace pocket::cpu

@@ -5,6 +5,7 @@
 // op lives in reference_ops.h and is what the tests compare against.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -50,6 +51,13 @@ struct WeightView {
 // element per position or channel. Attention needs page_tokens to be a
 // multiple of 16 with bf16 (whole vectors of positions lie in one page).
 //
+// q8 K pages hold the operands of the int8 q . k products
+// (attention_int8-inl.h) as they are: channel-major by quads of a head's
+// channels, channel c of head h in slot j at (h * head_dim + g) * page_tokens
+// + j * w + c % 4, with g = c & ~3 and w = min(4, head_dim - g) (one 32-bit
+// word holds channels g .. g + 3 of a position; a head's last quad is
+// narrower when head_dim is not a multiple of 4). q8 V pages are head-major
+// as above.
 // q8 pages hold, after the codes of all the page's tokens, one f16 scale per
 // (kv head, token), head-major: the scale of head h of the token in slot j is
 // f16 number h * page_tokens + j, so a block of positions' scales is one run.
@@ -111,16 +119,29 @@ inline size_t KvElemIndex(const KvView& kv, void* const* pages, size_t j, size_t
     const size_t width = (j | 1) < kv.page_tokens ? 2 : 1;  // 1: the odd last slot
     return i / head * kv.page_tokens * head + (j & ~size_t{1}) * head + i % head * width + (j & 1);
   }
+  if (kv.type == KvType::kQ8 && pages == kv.k_pages) {
+    const size_t c = i % head, g = c & ~size_t{3};
+    const size_t width = std::min<size_t>(4, head - g);
+    return (i - c + g) * kv.page_tokens + j * width + (c & 3);
+  }
   if (pages == kv.k_pages) return i * kv.page_tokens + j;
   return (i / head * kv.page_tokens + j) * head + i % head;
 }
 
 // Elements between consecutive values of one kv head's row in `pages`:
 // page_tokens in channel-major K pages, 1 in V pages. (bf16: between
-// consecutive pairs of K channels, 2 page_tokens; V pairs channels 2 apart.)
+// consecutive pairs of K channels, 2 page_tokens; V pairs channels 2 apart.
+// q8 K: between consecutive quads of channels, 4 page_tokens.)
 inline size_t KvValueStride(const KvView& kv, void* const* pages) {
   if (kv.type == KvType::kBf16) return pages == kv.k_pages ? 2 * kv.page_tokens : 2;
+  if (kv.type == KvType::kQ8 && pages == kv.k_pages) return 4 * kv.page_tokens;
   return pages == kv.k_pages ? kv.page_tokens : 1;
+}
+
+// Channels of one K row that a position's word holds: 2 in bf16 pages, 4
+// in q8 pages, 1 otherwise.
+inline size_t KvChannelsPerWord(KvType type) {
+  return type == KvType::kBf16 ? 2 : type == KvType::kQ8 ? 4 : 1;
 }
 
 // q8: the byte offset in its page of the f16 scale of kv head h of the token
@@ -209,7 +230,8 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
 // must exist, as for KvAppend.
 void KvPrefetchAppend(const KvView& kv, size_t t);
 // How Attention multiplies q . k and the softmax weights with V (q8 codes
-// are exact in bf16; their scales multiply the f32 scores and the weights).
+// are exact in every form; their scales multiply the f32 scores and the
+// weights).
 enum class AttentionMath : uint8_t {
   // f32 products: within f32 rounding of the exact result.
   kF32 = 0,
@@ -217,9 +239,26 @@ enum class AttentionMath : uint8_t {
   // the multiply-adds per instruction (vdpbf16ps). Each output moves by at
   // most 2^-8 max|v| from the weights' rounding, besides what the rounded
   // q, K, V change (docs/kernels.md). Only where AttentionBf16Available()
-  // and head_dim is a multiple of 16; elsewhere kF32.
+  // and head_dim is a multiple of 16; elsewhere kF32. For a q8 cache it
+  // asks for kInt8 (AttentionMathFor).
   kBf16 = 1,
+  // q8 caches: each query row quantized to int8 codes with one scale
+  // (max|q| / 127, nearest even, in the basis the rows are stored in) and
+  // q . k summed in int32 with the cached codes, four products per
+  // instruction (dpbusd, sdot); the softmax weights multiply V's codes in
+  // f32. The query's rounding moves a score by at most sum |k| scale_q / 2
+  // (docs/kernels.md); on AVX3_DL the weights are also rounded to int16
+  // steps of each block's largest, at most 64 / 65534 max|v| more. Where
+  // the target has an int8 dot product (kernels/cpu/int8_dot-inl.h) and is
+  // not SVE, page_tokens is a multiple of 16 and head_dim of 4; elsewhere
+  // kF32.
+  kInt8 = 2,
 };
+// The products Attention makes for `kv` when asked for `math`: kF32 stays;
+// kBf16 and kInt8 mean the fastest this CPU and cache allow, kInt8 for a
+// q8 cache, kBf16 for the others, each where its conditions hold, else
+// kF32.
+AttentionMath AttentionMathFor(const KvView& kv, size_t head_dim, AttentionMath math);
 // Whether this CPU and build run AttentionMath::kBf16 (x86 with AVX512_BF16,
 // built with GCC or Clang).
 bool AttentionBf16Available();

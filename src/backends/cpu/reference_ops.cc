@@ -49,6 +49,12 @@ uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
     const size_t pair = i / 2;
     const bool partnered = 2 * pair + 1 < kv.row_stride;
     index = 2 * pair * kv.page_tokens + (partnered ? 2 * j + i % 2 : j);
+  } else if (kv.type == KvType::kQ8 && pages == kv.k_pages) {
+    // Quads of a head's channels; the last one narrower when head_dim is
+    // not a multiple of 4.
+    const size_t quad = c / 4 * 4;
+    const size_t width = std::min<size_t>(4, head_dim - quad);
+    index = (head * head_dim + quad) * kv.page_tokens + j * width + c % 4;
   } else if (kv.type == KvType::kBf16) {
     const size_t pair = j / 2;
     const bool partnered = 2 * pair + 1 < kv.page_tokens;
@@ -363,10 +369,11 @@ float RoundToBf16(float x) {
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out, AttentionMath math) {
   const auto rounded = [&](float x) { return math == AttentionMath::kBf16 ? RoundToBf16(x) : x; };
-  // q8 in bf16: the query meets the stored values (code * scale) in their
-  // own basis (H q for rotated rows) and only the query is rounded; the
-  // output comes back through H.
-  const bool stored_basis = math == AttentionMath::kBf16 && kv.type == KvType::kQ8;
+  // q8 in bf16 or int8: the query meets the stored values (code * scale) in
+  // their own basis (H q for rotated rows) and only the query is rounded
+  // (int8: to its codes times its scale); the output comes back through H.
+  const bool stored_basis = math != AttentionMath::kF32 && kv.type == KvType::kQ8;
+  const bool int8_query = stored_basis && math == AttentionMath::kInt8;
   const bool rotate = stored_basis && Rotated(kv);
   const auto k_at = [&](size_t p, size_t i) {
     return stored_basis ? KvStoredAt(kv, kv.k_pages, p, i) : rounded(KvAt(kv, kv.k_pages, p, i));
@@ -386,7 +393,17 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
       } else {
         std::copy(qh, qh + head_dim, qs.begin());
       }
-      for (float& x : qs) x = rounded(x);
+      if (int8_query) {
+        float max = 0.0f;
+        for (float x : qs) max = std::max(max, std::fabs(x));
+        const float step = max / 127.0f;
+        for (float& x : qs) {
+          x = max > 0.0f ? std::clamp(std::nearbyint(x * (127.0f / max)), -127.0f, 127.0f) * step
+                         : 0.0f;
+        }
+      } else {
+        for (float& x : qs) x = rounded(x);
+      }
       const size_t kv_off = (h / group) * head_dim;
       float max_score = -INFINITY;
       for (size_t p = 0; p < len; ++p) {

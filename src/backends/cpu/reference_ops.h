@@ -29,7 +29,9 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
 // bf16 (nearest even) before the same f32 computation; the softmax weights
 // are not (their rounding is within the bound ops.h states). q8 caches in
 // bf16 round only the query, in the basis the rows are stored in (their
-// codes are exact in bf16 and their scales multiply f32 results).
+// codes are exact in bf16 and their scales multiply f32 results); with
+// AttentionMath::kInt8 (q8 caches only) that query is rounded to int8
+// codes times one scale, as ops.h says, instead.
 void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t n_heads,
                size_t n_kv_heads, size_t head_dim, float* out,
                AttentionMath math = AttentionMath::kF32);
