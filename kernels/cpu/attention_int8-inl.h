@@ -1,5 +1,5 @@
 // Attention's q . k products in int8, for q8 caches (AttentionMath::kInt8)
-// on every target with an int8 dot product (int8_dot-inl.h) but SVE: AttendGroup's
+// on every target with an int8 dot product (int8_dot-inl.h): AttendGroup's
 // third Block (attention-inl.h). Each query row is quantized once per call
 // to int8 codes with one scale (max|q| / 127, in the basis the cache's rows
 // are stored in), so a position's score is the integer sum of the code
@@ -37,16 +37,7 @@ HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// SVE has the dot product, but its sizeless vectors cannot form the arrays
-// of accumulators below; SVE targets keep the f32 products for q8 caches.
-#undef POCKET_ATTENTION_INT8
-#if POCKET_INT8_DOT && !HWY_HAVE_SCALABLE
-#define POCKET_ATTENTION_INT8 1
-#else
-#define POCKET_ATTENTION_INT8 0
-#endif
-
-#if POCKET_ATTENTION_INT8
+#if POCKET_INT8_DOT
 
 // The lines of [p, p + bytes), asked for into L1.
 HWY_INLINE void PrefetchLines(const int8_t* p, size_t bytes) {
@@ -59,7 +50,11 @@ struct Int8Block {
   static constexpr bool kCoarseExp = true;
   // Query rows that share each loaded K and V vector: where 32 registers
   // hold 4 rows' 16 accumulators beside the 4 loaded vectors, 4; else 2.
-  static constexpr size_t kRows = (HWY_ARCH_ARM || HWY_TARGET <= HWY_AVX3) ? 4 : 2;
+  // (SVE's sizeless vectors cannot form those arrays: it takes one vector
+  // of one row at a time, 2 rows a group.)
+  static constexpr size_t kRows = HWY_HAVE_SCALABLE                          ? 2
+                                  : (HWY_ARCH_ARM || HWY_TARGET <= HWY_AVX3) ? 4
+                                                                             : 2;
   static constexpr bool kPacedPrefetch = true;
 #if defined(POCKET_INT8_DPBUSD)
   // dpbusd multiplies unsigned by signed bytes: K's codes go in as k + 128
@@ -175,34 +170,41 @@ struct Int8Block {
       hn::Store(hn::Mul(hn::ConvertTo(d, exact), hn::Set(d, q_scales[take[r]])), d, scores[r] + p);
     };
     size_t p = 0;
-    for (; p + 4 * N <= padded; p += 4 * N) {
-      hn::Vec<decltype(di)> acc[kRows][4];
-      for (size_t r = 0; r < kRows; ++r) {
-        for (size_t i = 0; i < 4; ++i) acc[r][i] = hn::Zero(di);
-      }
-      for (size_t g = 0; g < quads; ++g) {
-        const int8_t* at = k_quads + g * k_quad_stride + 4 * p;
-        if (next_k != nullptr) PrefetchLines(next_k + (at - k_quads), 16 * N);
-        hn::Vec<decltype(d8)> k[4];
-        for (size_t i = 0; i < 4; ++i) k[i] = InRegister(LoadK(d8, at + 4 * N * i));
+    // SVE's sizeless vectors cannot form arrays: the loop below serves it.
+    if constexpr (!HWY_HAVE_SCALABLE) {
+      for (; p + 4 * N <= padded; p += 4 * N) {
+        hn::Vec<decltype(di)> acc[kRows][4];
         for (size_t r = 0; r < kRows; ++r) {
-          const auto qg = QuadOf(d8, q[r], g);
-          for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(d8, k[i], qg, acc[r][i]);
+          for (size_t i = 0; i < 4; ++i) acc[r][i] = hn::Zero(di);
         }
-        // Else GCC moves the sums through copies and the stack each step.
+        for (size_t g = 0; g < quads; ++g) {
+          const int8_t* at = k_quads + g * k_quad_stride + 4 * p;
+          if (next_k != nullptr) PrefetchLines(next_k + (at - k_quads), 16 * N);
+          hn::Vec<decltype(d8)> k[4];
+          for (size_t i = 0; i < 4; ++i) k[i] = InRegister(LoadK(d8, at + 4 * N * i));
+          for (size_t r = 0; r < kRows; ++r) {
+            const auto qg = QuadOf(d8, q[r], g);
+            for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(d8, k[i], qg, acc[r][i]);
+          }
+          // Else GCC moves the sums through copies and the stack each step.
+          for (size_t r = 0; r < kRows; ++r) {
+            for (size_t i = 0; i < 4; ++i) acc[r][i] = InRegister(acc[r][i]);
+          }
+        }
         for (size_t r = 0; r < kRows; ++r) {
-          for (size_t i = 0; i < 4; ++i) acc[r][i] = InRegister(acc[r][i]);
+          for (size_t i = 0; i < 4; ++i) finish(r, acc[r][i], p + N * i);
         }
-      }
-      for (size_t r = 0; r < kRows; ++r) {
-        for (size_t i = 0; i < 4; ++i) finish(r, acc[r][i], p + N * i);
       }
     }
-    // A block's last positions: one vector per row, its quads split over
-    // two chains.
+    // A block's last positions (SVE: all of them): one vector per row, its
+    // quads split over two chains; the first row asks for the next block.
     for (; p < padded; p += N) {
       for (size_t r = 0; r < kRows; ++r) {
         auto a0 = hn::Zero(di), a1 = a0;
+        // (A line holds 16 positions' quads.)
+        for (size_t g = 0; r == 0 && next_k != nullptr && p % 16 == 0 && g < quads; ++g) {
+          PrefetchLines(next_k + g * k_quad_stride + 4 * p, 64);
+        }
         size_t g = 0;
         for (; g + 2 <= quads; g += 2) {
           a0 = Dot(d8, LoadK(d8, k_quads + g * k_quad_stride + 4 * p), QuadOf(d8, q[r], g), a0);
@@ -234,23 +236,25 @@ struct Int8Block {
       return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
     };
     size_t c = 0;
-    for (; c + 4 * N <= head_dim; c += 4 * N) {
-      hn::Vec<D> acc[kRows][4];
-      for (size_t r = 0; r < kRows; ++r) {
-        for (size_t i = 0; i < 4; ++i) acc[r][i] = hn::LoadU(d, out[r] + c + N * i);
-      }
-      for (size_t p = 0; p < count; ++p) {
-        const int8_t* at = v_rows + p * head_dim + c;
-        if (next_v != nullptr) PrefetchLines(next_v + (at - v_rows), 4 * N);
-        hn::Vec<D> v[4];
-        for (size_t i = 0; i < 4; ++i) v[i] = InRegister(widen(at + N * i));
+    if constexpr (!HWY_HAVE_SCALABLE) {  // SVE: the loop below, one vector at a time
+      for (; c + 4 * N <= head_dim; c += 4 * N) {
+        hn::Vec<D> acc[kRows][4];
         for (size_t r = 0; r < kRows; ++r) {
-          const auto wr = hn::Set(d, w[r][p]);
-          for (size_t i = 0; i < 4; ++i) acc[r][i] = hn::MulAdd(wr, v[i], acc[r][i]);
+          for (size_t i = 0; i < 4; ++i) acc[r][i] = hn::LoadU(d, out[r] + c + N * i);
         }
-      }
-      for (size_t r = 0; r < kRows; ++r) {
-        for (size_t i = 0; i < 4; ++i) hn::StoreU(acc[r][i], d, out[r] + c + N * i);
+        for (size_t p = 0; p < count; ++p) {
+          const int8_t* at = v_rows + p * head_dim + c;
+          if (next_v != nullptr) PrefetchLines(next_v + (at - v_rows), 4 * N);
+          hn::Vec<D> v[4];
+          for (size_t i = 0; i < 4; ++i) v[i] = InRegister(widen(at + N * i));
+          for (size_t r = 0; r < kRows; ++r) {
+            const auto wr = hn::Set(d, w[r][p]);
+            for (size_t i = 0; i < 4; ++i) acc[r][i] = hn::MulAdd(wr, v[i], acc[r][i]);
+          }
+        }
+        for (size_t r = 0; r < kRows; ++r) {
+          for (size_t i = 0; i < 4; ++i) hn::StoreU(acc[r][i], d, out[r] + c + N * i);
+        }
       }
     }
     for (size_t r = 0; r < kRows; ++r) {  // head sizes that are not 4 vectors
@@ -258,7 +262,11 @@ struct Int8Block {
       for (; cr + N <= head_dim; cr += N) {
         auto a = hn::LoadU(d, out[r] + cr);
         for (size_t p = 0; p < count; ++p) {
-          a = hn::MulAdd(hn::Set(d, w[r][p]), widen(v_rows + p * head_dim + cr), a);
+          const int8_t* at = v_rows + p * head_dim + cr;
+          if (r == 0 && cr == c && next_v != nullptr) {  // the rest of the row, once
+            PrefetchLines(next_v + (at - v_rows), head_dim - c);
+          }
+          a = hn::MulAdd(hn::Set(d, w[r][p]), widen(at), a);
         }
         hn::StoreU(a, d, out[r] + cr);
       }
@@ -353,7 +361,7 @@ struct Int8Block {
 #endif
 };
 
-#endif  // POCKET_ATTENTION_INT8
+#endif  // POCKET_INT8_DOT
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -116,7 +116,7 @@ uint16_t QuantizeQ8Kernel(const float* HWY_RESTRICT x, size_t n, int8_t* HWY_RES
 bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
 
 // Whether this target has AttendGroupKernel's int8 products (q8 caches).
-bool AttentionInt8Compiled() { return POCKET_ATTENTION_INT8; }
+bool AttentionInt8Compiled() { return POCKET_INT8_DOT; }
 
 // AttendGroup with the Block that `math` names (Attention has checked that
 // this target and the cache allow it). q_scratch: the rows' queries in
@@ -127,7 +127,7 @@ void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const*
                    size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
                    size_t begin, size_t end, bool normalize, AttentionMath math, float* kb,
                    float* vb, void* q_scratch, float* max, float* sum) {
-#if POCKET_ATTENTION_INT8
+#if POCKET_INT8_DOT
   if constexpr (std::is_same_v<T, int8_t>) {
     if (math == AttentionMath::kInt8) {
       int8_t* codes = static_cast<int8_t*>(q_scratch);

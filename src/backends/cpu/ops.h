@@ -249,9 +249,8 @@ enum class AttentionMath : uint8_t {
   // f32. The query's rounding moves a score by at most sum |k| scale_q / 2
   // (docs/kernels.md); on AVX3_DL the weights are also rounded to int16
   // steps of each block's largest, at most 64 / 65534 max|v| more. Where
-  // the target has an int8 dot product (kernels/cpu/int8_dot-inl.h) and is
-  // not SVE, page_tokens is a multiple of 16 and head_dim of 4; elsewhere
-  // kF32.
+  // the target has an int8 dot product (kernels/cpu/int8_dot-inl.h),
+  // page_tokens is a multiple of 16 and head_dim of 4; elsewhere kF32.
   kInt8 = 2,
 };
 // The products Attention makes for `kv` when asked for `math`: kF32 stays;
