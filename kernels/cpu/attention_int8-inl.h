@@ -44,6 +44,59 @@ HWY_INLINE void PrefetchLines(const int8_t* p, size_t bytes) {
   for (size_t i = 0; i < bytes; i += 64) hwy::Prefetch(p + i);
 }
 
+// vpdpwssd (int16 pairs into int32 lanes), which Highway 1.0.3 has no op
+// for, where the target has it: AVX3_DL (AVX512-VNNI) on 512-bit vectors,
+// AVX2_VNNI (int8_avx_vnni.cc) on 256-bit ones. A pass takes kPairChannels
+// channels: two halves, each widened to int16 and interleaved with the next
+// position's; PairFirst / PairSecond put two such vectors' int32 sums back
+// in channel order.
+#undef POCKET_INT16_PAIRS
+#if HWY_TARGET == HWY_AVX3_DL
+#define POCKET_INT16_PAIRS 1
+using PairVector = __m512i;
+constexpr size_t kPairChannels = 64;
+HWY_INLINE __m512i PairZero() { return _mm512_setzero_si512(); }
+HWY_INLINE __m512i PairWiden(const int8_t* p) {
+  return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+HWY_INLINE __m512i PairLow(__m512i a, __m512i b) { return _mm512_unpacklo_epi16(a, b); }
+HWY_INLINE __m512i PairHigh(__m512i a, __m512i b) { return _mm512_unpackhi_epi16(a, b); }
+HWY_INLINE __m512i PairSet(int32_t pair) { return _mm512_set1_epi32(pair); }
+HWY_INLINE __m512i PairDot(__m512i acc, __m512i v, __m512i w) {
+  return _mm512_dpwssd_epi32(acc, v, w);
+}
+// 64-bit lanes: 128-bit lane k of lo (channels 8k .. 8k+3) then of hi
+// (8k+4 .. 8k+7), for k = 0, 1 (First) and 2, 3 (Second).
+HWY_INLINE __m512i PairFirst(__m512i lo, __m512i hi) {
+  return _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi);
+}
+HWY_INLINE __m512i PairSecond(__m512i lo, __m512i hi) {
+  return _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi);
+}
+#elif defined(POCKET_INT8_AVX_VNNI)
+#define POCKET_INT16_PAIRS 1
+using PairVector = __m256i;
+constexpr size_t kPairChannels = 32;
+HWY_INLINE __m256i PairZero() { return _mm256_setzero_si256(); }
+HWY_INLINE __m256i PairWiden(const int8_t* p) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+HWY_INLINE __m256i PairLow(__m256i a, __m256i b) { return _mm256_unpacklo_epi16(a, b); }
+HWY_INLINE __m256i PairHigh(__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); }
+HWY_INLINE __m256i PairSet(int32_t pair) { return _mm256_set1_epi32(pair); }
+HWY_INLINE __m256i PairDot(__m256i acc, __m256i v, __m256i w) {
+  return _mm256_dpwssd_avx_epi32(acc, v, w);
+}
+HWY_INLINE __m256i PairFirst(__m256i lo, __m256i hi) {
+  return _mm256_permute2x128_si256(lo, hi, 0x20);
+}
+HWY_INLINE __m256i PairSecond(__m256i lo, __m256i hi) {
+  return _mm256_permute2x128_si256(lo, hi, 0x31);
+}
+#else
+#define POCKET_INT16_PAIRS 0
+#endif
+
 struct Int8Block {
   // Exp2Coarse (1e-4 relative): the weights are then rounded to 15 bits of
   // the block's largest (AVX3_DL) or meet q8 codes.
@@ -226,8 +279,8 @@ struct Int8Block {
   template <size_t kRows, class D>
   HWY_INLINE void AddWeightedV(D d, float* const* w, size_t count, size_t head_dim,
                                float* const* out) const {
-#if HWY_TARGET == HWY_AVX3_DL
-    if (head_dim % 64 == 0) return AddWeightedVPairs<kRows>(w, count, head_dim, out);
+#if POCKET_INT16_PAIRS
+    if (head_dim % kPairChannels == 0) return AddWeightedVPairs<kRows>(w, count, head_dim, out);
 #endif
     const hn::RebindToSigned<D> di;
     const hn::Rebind<int8_t, D> d8;
@@ -280,79 +333,78 @@ struct Int8Block {
     }
   }
 
-#if HWY_TARGET == HWY_AVX3_DL
-  // AddWeightedV with VNNI's int16 pair products (vpdpwssd, 32 per
-  // instruction where the f32 form makes 16 and widens each code twice):
+#if POCKET_INT16_PAIRS
+  // AddWeightedV with VNNI's int16 pair products (vpdpwssd, 2 per lane per
+  // instruction where the f32 form makes 1 and widens each code twice):
   // each row's weights are rounded to int16 steps of the block's largest,
   // w16 = round(w * 32767 / max w), and summed with the codes in int32
   // (at most 64 * 32767 * 127 < 2^31); the block's sums, times max w /
   // 32767, are added to out. A weight moves by at most max w / 65534, so an
   // output moves by at most kScoreBlock / 65534 max|v| (docs/kernels.md).
+  // Each pass takes kPairChannels channels as 4 vectors of position pairs.
   template <size_t kRows>
   HWY_INLINE void AddWeightedVPairs(float* const* w, size_t count, size_t head_dim,
                                     float* const* out) const {
+    using V = PairVector;
     const hn::CappedTag<float, 16> d;
     const hn::RebindToSigned<decltype(d)> di;
     const hn::Rebind<int16_t, decltype(d)> d16;
-    const size_t padded = (count + 15) / 16 * 16;
+    const hn::CappedTag<float, kPairChannels / 4> dc;  // a quarter of a pass
+    const hn::RebindToSigned<decltype(dc)> dci;
+    const size_t N = hn::Lanes(d);
+    const size_t padded = (count + N - 1) / N * N;
     HWY_ALIGN int16_t w16[kRows][kScoreBlock];
     float step[kRows];
     for (size_t r = 0; r < kRows; ++r) {
       auto vmax = hn::Zero(d);
-      for (size_t p = 0; p < padded; p += 16) vmax = hn::Max(vmax, hn::Load(d, w[r] + p));
+      for (size_t p = 0; p < padded; p += N) vmax = hn::Max(vmax, hn::Load(d, w[r] + p));
       const float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
       const auto inv = hn::Set(d, max > 0.0f ? 32767.0f / max : 0.0f);
-      for (size_t p = 0; p < padded; p += 16) {
+      for (size_t p = 0; p < padded; p += N) {
         const auto q = hn::NearestInt(hn::Mul(hn::Load(d, w[r] + p), inv));
         hn::Store(hn::DemoteTo(d16, q), d16, w16[r] + p);
       }
       step[r] = max / 32767.0f;
     }
-    // 64-bit lanes of two pair vectors in channel order: unpacklo/hi take
-    // channels 8k .. 8k+3 / 8k+4 .. 8k+7 into 128-bit lane k.
-    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-    const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-    for (size_t c = 0; c < head_dim; c += 64) {
-      __m512i acc[kRows][4];
+    constexpr size_t kHalf = kPairChannels / 2;
+    for (size_t c = 0; c < head_dim; c += kPairChannels) {
+      V acc[kRows][4];
       for (size_t r = 0; r < kRows; ++r) {
-        for (size_t i = 0; i < 4; ++i) acc[r][i] = _mm512_setzero_si512();
+        for (size_t i = 0; i < 4; ++i) acc[r][i] = PairZero();
       }
       for (size_t p = 0; p < count; p += 2) {
         const int8_t* at = v_rows + p * head_dim + c;
-        if (next_v != nullptr) PrefetchLines(next_v + (at - v_rows), 128);
+        if (next_v != nullptr) PrefetchLines(next_v + (at - v_rows), 2 * kPairChannels);
         // Position p + 1 past the block (odd count) has weight 0; its row
         // may lie past the page, so zeros stand in for it.
         const bool both = p + 1 < count;
-        const auto widen = [&](const int8_t* q, bool read) {
-          return read
-                     ? _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)))
-                     : _mm512_setzero_si512();
-        };
-        const __m512i a0 = widen(at, true), a1 = widen(at + 32, true);
-        const __m512i b0 = widen(at + head_dim, both), b1 = widen(at + head_dim + 32, both);
-        __m512i v[4] = {_mm512_unpacklo_epi16(a0, b0), _mm512_unpackhi_epi16(a0, b0),
-                        _mm512_unpacklo_epi16(a1, b1), _mm512_unpackhi_epi16(a1, b1)};
+        const V a0 = PairWiden(at), a1 = PairWiden(at + kHalf);
+        const V b0 = both ? PairWiden(at + head_dim) : PairZero();
+        const V b1 = both ? PairWiden(at + head_dim + kHalf) : PairZero();
+        // unpacklo/hi: channels 8k .. 8k+3 / 8k+4 .. 8k+7 of each half
+        // into 128-bit lane k, each with positions p and p + 1.
+        V v[4] = {PairLow(a0, b0), PairHigh(a0, b0), PairLow(a1, b1), PairHigh(a1, b1)};
         for (size_t i = 0; i < 4; ++i) v[i] = RawInRegister(v[i]);
         for (size_t r = 0; r < kRows; ++r) {
           int32_t pair;
           std::memcpy(&pair, w16[r] + p, 4);
-          const __m512i wp = _mm512_set1_epi32(pair);
-          for (size_t i = 0; i < 4; ++i) acc[r][i] = _mm512_dpwssd_epi32(acc[r][i], v[i], wp);
+          const V wp = PairSet(pair);
+          for (size_t i = 0; i < 4; ++i) acc[r][i] = PairDot(acc[r][i], v[i], wp);
         }
         for (size_t r = 0; r < kRows; ++r) {
           for (size_t i = 0; i < 4; ++i) acc[r][i] = RawInRegister(acc[r][i]);
         }
       }
       for (size_t r = 0; r < kRows; ++r) {
-        const auto s = hn::Set(d, step[r]);
-        for (size_t h = 0; h < 2; ++h) {  // channels c + 32 h .. c + 32 h + 31
-          const __m512i lo = acc[r][2 * h], hi = acc[r][2 * h + 1];
-          float* o = out[r] + c + 32 * h;
-          const hn::Vec<decltype(di)> sums[2] = {{_mm512_permutex2var_epi64(lo, first, hi)},
-                                                 {_mm512_permutex2var_epi64(lo, second, hi)}};
+        const auto s = hn::Set(dc, step[r]);
+        for (size_t h = 0; h < 2; ++h) {  // channels c + kHalf h .. c + kHalf (h + 1)
+          const V lo = acc[r][2 * h], hi = acc[r][2 * h + 1];
+          float* o = out[r] + c + kHalf * h;
+          const hn::Vec<decltype(dci)> sums[2] = {{PairFirst(lo, hi)}, {PairSecond(lo, hi)}};
           for (size_t k = 0; k < 2; ++k) {
-            hn::StoreU(hn::MulAdd(hn::ConvertTo(d, sums[k]), s, hn::LoadU(d, o + 16 * k)), d,
-                       o + 16 * k);
+            const size_t at = kHalf / 2 * k;
+            hn::StoreU(hn::MulAdd(hn::ConvertTo(dc, sums[k]), s, hn::LoadU(dc, o + at)), dc,
+                       o + at);
           }
         }
       }
@@ -360,6 +412,22 @@ struct Int8Block {
   }
 #endif
 };
+
+// AttendGroup over a q8 cache with Int8Block's products: what attention.cc
+// runs for AttentionMath::kInt8, and the int8 extension builds
+// (int8_extension-inl.h) once more. q_scratch: head_dim codes per row, then
+// a float scale and an int32 bias per row. Not inline: the extension
+// builds' copies are called from attention.cc.
+void AttendGroupInt8(const float* const* q_rows, const size_t* lens, float* const* out_rows,
+                     size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
+                     size_t begin, size_t end, bool normalize, void* q_scratch, float* max,
+                     float* sum) {
+  int8_t* codes = static_cast<int8_t*>(q_scratch);
+  float* scales = reinterpret_cast<float*>(codes + rows * head_dim);
+  Int8Block block{q_rows, codes, scales, reinterpret_cast<int32_t*>(scales + rows)};
+  AttendGroup<int8_t>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                      normalize, max, sum);
+}
 
 #endif  // POCKET_INT8_DOT
 

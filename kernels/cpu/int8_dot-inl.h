@@ -20,11 +20,11 @@
 // can saturate: 2 * 127 * 127 < 32768) then madd with ones to i32. AVX3_DL
 // uses VNNI's dpbusd for 512-bit vectors (only the EVEX form exists on CPUs
 // without AVX-VNNI, and GCC picks the VEX form for 256-bit ones). AVX2 built
-// with AVX-VNNI (linear_int8_avx_vnni.cc, the AVX2_VNNI kernels of x86 CPUs
+// with AVX-VNNI (int8_avx_vnni.cc, the AVX2_VNNI kernels of x86 CPUs
 // without AVX-512, e.g. Intel's since Alder Lake) uses the VEX dpbusd for
 // 128- and 256-bit vectors. DotS8 moves the sign of a onto b
 // (|a| * sign(a) b = a b). NEON uses sdot when compiled with dotprod
-// (ARMv8.2+: linear_int8_dotprod.cc), else widening multiplies with pairwise
+// (ARMv8.2+: int8_dotprod.cc), else widening multiplies with pairwise
 // adds; SVE uses sdot. Other targets (scalar, emu128) have no int8 kernel:
 // POCKET_INT8_DOT is 0 there and Linear keeps the f32 path.
 //
@@ -53,7 +53,7 @@
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
 #define POCKET_INT8_X86 1
 #include <immintrin.h>
-#if HWY_TARGET == HWY_AVX2 && defined(__AVXVNNI__)  // linear_int8_avx_vnni.cc
+#if HWY_TARGET == HWY_AVX2 && defined(__AVXVNNI__)  // int8_avx_vnni.cc
 #define POCKET_INT8_AVX_VNNI 1
 #endif
 // Dot products of u8 and s8 straight into int32 lanes, which never saturate

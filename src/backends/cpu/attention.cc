@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/int8_extension.h"
+#include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/parallel.h"
 #include "util/fp16.h"
@@ -130,11 +132,8 @@ void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const*
 #if POCKET_INT8_DOT
   if constexpr (std::is_same_v<T, int8_t>) {
     if (math == AttentionMath::kInt8) {
-      int8_t* codes = static_cast<int8_t*>(q_scratch);
-      float* scales = reinterpret_cast<float*>(codes + rows * head_dim);
-      Int8Block block{q_rows, codes, scales, reinterpret_cast<int32_t*>(scales + rows)};
-      return AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                            normalize, max, sum);
+      return AttendGroupInt8(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin,
+                             end, normalize, q_scratch, max, sum);
     }
   }
 #endif
@@ -194,7 +193,28 @@ HWY_EXPORT(AttentionInt8Compiled);
 HWY_EXPORT(ToF16Kernel);
 HWY_EXPORT(ToBf16Kernel);
 
+// The int8 extension's build of AttendGroupInt8 (int8_dotprod.cc: NEON with
+// sdot, int8_avx_vnni.cc: AVX2 with vpdpbusd; kernel_target.h), declared
+// with the type of the base target's, which this file defines.
+#ifdef POCKET_INT8_EXTENSION_NS
+namespace POCKET_INT8_EXTENSION_NS {
+decltype(POCKET_INT8_EXTENSION_BASE_NS::AttendGroupInt8) AttendGroupInt8;
+}  // namespace POCKET_INT8_EXTENSION_NS
+#endif
+
 namespace {
+
+// The int8 extension's AttendGroupInt8 where the CPU kernels run it now
+// (Int8ExtensionChosen), else null.
+using AttendInt8Fn = void (*)(const float* const*, const size_t*, float* const*, size_t,
+                              const KvView&, size_t, size_t, float, size_t, size_t, bool, void*,
+                              float*, float*);
+AttendInt8Fn ChosenInt8Extension() {
+#ifdef POCKET_INT8_EXTENSION_NS
+  if (Int8ExtensionChosen()) return &POCKET_INT8_EXTENSION_NS::AttendGroupInt8;
+#endif
+  return nullptr;
+}
 
 // Tokens per grouped-attention task, and the positions of one widened K/V
 // block (the kernel's kScoreBlock).
@@ -474,6 +494,8 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     part_max = part_out + states * head_dim;
     part_sum = part_max + states;
   }
+  const AttendInt8Fn int8_extension =
+      math == AttentionMath::kInt8 ? ChosenInt8Extension() : nullptr;
   ParallelOrInline(pool, base_tasks * segments, [&](size_t task, size_t) {
     const size_t seg = task % segments;
     const size_t base = task / segments;
@@ -519,10 +541,15 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     float* max = segments > 1 ? part_max + first : b + 2 * kGroupBlock * head_dim;
     float* sum = segments > 1 ? part_sum + first : max + rows;
     float* q_scratch = b + 2 * kGroupBlock * head_dim + 2 * rows;
-    HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
-    (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
-     boundary(seg), boundary(seg + 1), segments == 1, math, b, b + kGroupBlock * head_dim,
-     q_scratch, max, sum);
+    if (int8_extension != nullptr) {
+      int8_extension(q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim,
+                     scale, boundary(seg), boundary(seg + 1), segments == 1, q_scratch, max, sum);
+    } else {
+      HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
+      (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
+       boundary(seg), boundary(seg + 1), segments == 1, math, b, b + kGroupBlock * head_dim,
+       q_scratch, max, sum);
+    }
     for (size_t i = 0; rotated && segments == 1 && i < rows; ++i) {
       HadamardRow(out_rows[i], head_dim);
     }

@@ -6,7 +6,7 @@
 // Highway 1.0.3's targets do not assume: "NEON_DOTPROD" (NEON with ARMv8.2
 // dotprod: sdot) and "AVX2_VNNI" (AVX2 with AVX-VNNI: the VEX vpdpbusd of
 // x86 CPUs without AVX-512). The int8 Linear is built a second time with the
-// extension (linear_int8_dotprod.cc, linear_int8_avx_vnni.cc), and where
+// extension (int8_dotprod.cc, int8_avx_vnni.cc), and where
 // the CPU has it the extended name is listed right before its base target,
 // which then names the kernels without the extension.
 #pragma once

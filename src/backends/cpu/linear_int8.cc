@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/kernel_target.h"
-#include "backends/cpu/linear_int8_extension.h"
+#include "backends/cpu/int8_extension.h"
 #include "backends/cpu/parallel.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -53,7 +53,7 @@ HWY_EXPORT(Rows16DecodeInt8);
 HWY_EXPORT(Rows16PrefillInt8);
 
 // The int8 extension's build of the same kernels (kernel_target.h):
-// linear_int8_dotprod.cc (NEON with sdot) or linear_int8_avx_vnni.cc (AVX2
+// int8_dotprod.cc (NEON with sdot) or int8_avx_vnni.cc (AVX2
 // with vpdpbusd), declared with the types of the base target's ones, which
 // this file defines.
 #ifdef POCKET_INT8_EXTENSION_NS

@@ -1,6 +1,6 @@
 // The int8 Linear's kernel entry points for one target, included once per
 // Highway target by linear_int8.cc and once more for the build's int8
-// extension (linear_int8_extension-inl.h: NEON with sdot, AVX2 with
+// extension (int8_extension-inl.h: NEON with sdot, AVX2 with
 // AVX-VNNI), so every build runs the same source.
 
 #if defined(POCKET_SRC_BACKENDS_CPU_LINEAR_INT8_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -1,7 +1,7 @@
 // The namespaces of this build's int8 extension kernels (kernel_target.h)
 // and of the Highway target they extend, where the build has one:
-// linear_int8_extension-inl.h defines the kernels there, linear_int8.cc
-// declares and calls them.
+// int8_extension-inl.h defines the kernels there, linear_int8.cc and
+// attention.cc declare and call them.
 #pragma once
 
 #if POCKET_NEON_DOTPROD_KERNELS
