@@ -113,8 +113,9 @@ BENCHMARK(RunLinear)
 // position ctx - 1: 14 query heads over kv_heads kv heads of 64 (n 1: a
 // decode step; n 64: the last prefill chunk of a ctx-token prompt). One kv
 // head with 2 threads shows the split of a head's positions across threads.
-// bf16 1: AttentionMath::kBf16 (the int8 maths' attention; f32 where the CPU
-// lacks AVX512_BF16, which the label then says). kv: the cache's element
+// bf16 1: AttentionMath::kBf16 (the int8 maths' attention: int8 products
+// for a q8 cache, bf16 for the others where the CPU has AVX512_BF16, else
+// f32; the label says which). kv: the cache's element
 // type, 0 f16 (--kv f16), 1 q8, 2 bf16.
 //
 // AttentionDecodeColdKv is the decode case with the KV cache out of the
@@ -159,9 +160,11 @@ void AttentionCase(benchmark::State& state, bool cold_kv) {
     Attention(q.data(), n, ctx - n, kv, heads, kv_heads, head_dim, out.data(), &pool, math);
     benchmark::DoNotOptimize(out.data());
   }
-  const bool bf16 = math == AttentionMath::kBf16 && AttentionBf16Available();
-  state.SetLabel(std::string(KernelTargetName()) + (bf16 ? " bf16" : "") + " kv " +
-                 KvTypeName(type));
+  const AttentionMath used = AttentionMathFor(kv, head_dim, math);
+  const char* products = used == AttentionMath::kBf16   ? " bf16"
+                         : used == AttentionMath::kInt8 ? " int8"
+                                                        : "";
+  state.SetLabel(std::string(KernelTargetName()) + products + " kv " + KvTypeName(type));
   // Multiply-adds of q.k and of the weighted V sum over the causal spans.
   const double spans = static_cast<double>(n) * (ctx - n) + n * (n + 1) / 2.0;
   state.counters["GFLOP/s"] = benchmark::Counter(spans * heads * head_dim * 2 * 2 * 1e-9,

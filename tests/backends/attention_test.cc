@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/reference_ops.h"
 #include "backends/cpu/thread_pool.h"
@@ -208,6 +210,35 @@ TEST(AttentionTest, ThreadedMatchesReference) {
     CheckAttention({KvType::kBf16, 64, 701, 1, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
     CheckAttention({KvType::kBf16, 64, 90, 51, 14, 2, 64}, &pool, rng, AttentionMath::kBf16);
   }
+}
+
+TEST(AttentionTest, Q8CachesGetInt8ProductsWhereTheTargetHasAnInt8Dot) {
+  // Every target but SCALAR and EMU128 has an int8 dot product
+  // (kernels/cpu/int8_dot-inl.h); AttentionMathFor must not quietly fall
+  // back to f32 products there, which the reference tests could not tell.
+  ForEachTarget([] {
+    const std::string target = KernelTargetName();
+    const bool int8_dot = target != "SCALAR" && target != "EMU128";
+    KvView q8;
+    q8.type = KvType::kQ8;
+    q8.page_tokens = 64;
+    const AttentionMath fast = int8_dot ? AttentionMath::kInt8 : AttentionMath::kF32;
+    EXPECT_EQ(AttentionMathFor(q8, 64, AttentionMath::kBf16), fast);
+    EXPECT_EQ(AttentionMathFor(q8, 20, AttentionMath::kInt8), fast);
+    EXPECT_EQ(AttentionMathFor(q8, 64, AttentionMath::kF32), AttentionMath::kF32);
+    // Blocks of whole vectors of positions need pages of a multiple of 16
+    // tokens; quads need a head_dim that is a multiple of 4.
+    EXPECT_EQ(AttentionMathFor(q8, 18, AttentionMath::kBf16), AttentionMath::kF32);
+    q8.page_tokens = 40;
+    EXPECT_EQ(AttentionMathFor(q8, 64, AttentionMath::kBf16), AttentionMath::kF32);
+    // Other caches never get int8 products.
+    KvView f16;
+    f16.type = KvType::kF16;
+    f16.page_tokens = 64;
+    const AttentionMath other =
+        AttentionBf16Available() ? AttentionMath::kBf16 : AttentionMath::kF32;
+    EXPECT_EQ(AttentionMathFor(f16, 64, AttentionMath::kInt8), other);
+  });
 }
 
 TEST(AttentionTest, SinglePositionReturnsItsValue) {
