@@ -538,7 +538,7 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
   // q8 groups K's channels by quads (k_rows quads, each word 4 codes).
   constexpr bool kPairs = std::is_same_v<T, hwy::bfloat16_t>;
   constexpr bool kScaled = std::is_same_v<T, int8_t>;
-  constexpr size_t kWord = kPairs ? 2 : kScaled ? 4 : 1;  // KvChannelsPerWord
+  constexpr size_t kWord = kPairs ? 2 : kScaled ? 4 : 1;  // K channels per position word
   const size_t k_stride = KvValueStride(kv, kv.k_pages);
   const size_t v_stride = KvHeadSize(kv);
   const size_t k_rows = (head_dim + kWord - 1) / kWord;

@@ -106,9 +106,7 @@ POCKET_BF16_ATTR HWY_INLINE void DotStep(const uint32_t* HWY_RESTRICT p, const u
 }
 
 // Asks for the 4 lines a DotStep at p loads, into L1.
-HWY_INLINE void PrefetchStep(const uint32_t* p) {
-  for (size_t i = 0; i < 4; ++i) __builtin_prefetch(p + 16 * i, /*rw=*/0, /*locality=*/3);
-}
+HWY_INLINE void PrefetchStep(const uint32_t* p) { PrefetchLines(p, 4 * 64); }
 
 POCKET_BF16_ATTR HWY_INLINE void Load4(const float* HWY_RESTRICT p, __m512 (&v)[4]) {
   for (size_t i = 0; i < 4; ++i) v[i] = _mm512_loadu_ps(p + 16 * i);

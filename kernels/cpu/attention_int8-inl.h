@@ -27,7 +27,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/cpu/attention-inl.h"
@@ -38,11 +37,6 @@ namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if POCKET_INT8_DOT
-
-// The lines of [p, p + bytes), asked for into L1.
-HWY_INLINE void PrefetchLines(const int8_t* p, size_t bytes) {
-  for (size_t i = 0; i < bytes; i += 64) hwy::Prefetch(p + i);
-}
 
 // vpdpwssd (int16 pairs into int32 lanes), which Highway 1.0.3 has no op
 // for, where the target has it: AVX3_DL (AVX512-VNNI) on 512-bit vectors,
@@ -188,12 +182,11 @@ struct Int8Block {
     return kBiasedK ? hn::Xor(k, hn::Set(d8, static_cast<int8_t>(-128))) : k;
   }
 
-  template <class D8, class V32>
-  static HWY_INLINE V32 Dot(D8 d8, hn::Vec<D8> k, hn::Vec<D8> q, V32 acc) {
+  template <class V8, class V32>
+  static HWY_INLINE V32 Dot(V8 k, V8 q, V32 acc) {
 #if defined(POCKET_INT8_DPBUSD)
-    return DotU7(hn::BitCast(hn::RebindToUnsigned<D8>(), k), q, acc);
+    return DotU7(hn::BitCast(hn::RebindToUnsigned<hn::DFromV<V8>>(), k), q, acc);
 #else
-    (void)d8;
     return DotS8(k, q, acc);
 #endif
   }
@@ -237,7 +230,7 @@ struct Int8Block {
           for (size_t i = 0; i < 4; ++i) k[i] = InRegister(LoadK(d8, at + 4 * N * i));
           for (size_t r = 0; r < kRows; ++r) {
             const auto qg = QuadOf(d8, q[r], g);
-            for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(d8, k[i], qg, acc[r][i]);
+            for (size_t i = 0; i < 4; ++i) acc[r][i] = Dot(k[i], qg, acc[r][i]);
           }
           // Else GCC moves the sums through copies and the stack each step.
           for (size_t r = 0; r < kRows; ++r) {
@@ -260,12 +253,12 @@ struct Int8Block {
         }
         size_t g = 0;
         for (; g + 2 <= quads; g += 2) {
-          a0 = Dot(d8, LoadK(d8, k_quads + g * k_quad_stride + 4 * p), QuadOf(d8, q[r], g), a0);
-          a1 = Dot(d8, LoadK(d8, k_quads + (g + 1) * k_quad_stride + 4 * p),
-                   QuadOf(d8, q[r], g + 1), a1);
+          a0 = Dot(LoadK(d8, k_quads + g * k_quad_stride + 4 * p), QuadOf(d8, q[r], g), a0);
+          a1 = Dot(LoadK(d8, k_quads + (g + 1) * k_quad_stride + 4 * p), QuadOf(d8, q[r], g + 1),
+                   a1);
         }
         if (g < quads) {
-          a0 = Dot(d8, LoadK(d8, k_quads + g * k_quad_stride + 4 * p), QuadOf(d8, q[r], g), a0);
+          a0 = Dot(LoadK(d8, k_quads + g * k_quad_stride + 4 * p), QuadOf(d8, q[r], g), a0);
         }
         finish(r, hn::Add(a0, a1), p);
       }

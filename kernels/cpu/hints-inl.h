@@ -58,6 +58,14 @@ HWY_INLINE void KeepInRegisters(V&... v) {
   ((v = InRegister(v)), ...);
 }
 
+// Asks for the lines of [p, p + bytes) into L1, one hint per line: the
+// paced hints of attention's blocks, for the lines the next block's step
+// will load.
+HWY_INLINE void PrefetchLines(const void* p, size_t bytes) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (size_t i = 0; i < bytes; i += 64) hwy::Prefetch(b + i);
+}
+
 // Prefetches the `bytes` from p into L2 (not L1, where they would evict the
 // data being computed on), one hint per cache line.
 HWY_INLINE void PrefetchBytes(const void* p, size_t bytes) {

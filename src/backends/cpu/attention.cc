@@ -254,7 +254,6 @@ uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
 // head's channels (ops.h).
 template <typename F>
 void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
-  size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
   if (kv.type == KvType::kQ8 && pages == kv.k_pages) {
     for (size_t h0 = 0; h0 < kv.row_stride; h0 += kv.head_dim) {
       for (size_t g = 0; g < kv.head_dim; g += 4) {
@@ -264,6 +263,7 @@ void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
     }
     return;
   }
+  size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
   if (kv.type == KvType::kBf16 && pages == kv.k_pages) {
     uint8_t* at = ElemAt(kv, pages, t, 0);
     size_t i = 0;

@@ -138,12 +138,6 @@ inline size_t KvValueStride(const KvView& kv, void* const* pages) {
   return pages == kv.k_pages ? kv.page_tokens : 1;
 }
 
-// Channels of one K row that a position's word holds: 2 in bf16 pages, 4
-// in q8 pages, 1 otherwise.
-inline size_t KvChannelsPerWord(KvType type) {
-  return type == KvType::kBf16 ? 2 : type == KvType::kQ8 ? 4 : 1;
-}
-
 // q8: the byte offset in its page of the f16 scale of kv head h of the token
 // in slot j (layout above).
 inline size_t KvScaleOffset(const KvView& kv, size_t j, size_t h) {
