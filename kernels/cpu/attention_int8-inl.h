@@ -340,7 +340,6 @@ struct Int8Block {
                                     float* const* out) const {
     using V = PairVector;
     const hn::CappedTag<float, 16> d;
-    const hn::RebindToSigned<decltype(d)> di;
     const hn::Rebind<int16_t, decltype(d)> d16;
     const hn::CappedTag<float, kPairChannels / 4> dc;  // a quarter of a pass
     const hn::RebindToSigned<decltype(dc)> dci;
