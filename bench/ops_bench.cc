@@ -1,7 +1,7 @@
-// CPU op micro-benchmarks at the MNN-Pocket-0.3B shapes: q4 g64 GEMV (decode,
-// reported as GB/s of weight bytes streamed), prefill Linear with 64 tokens
-// (GFLOP/s), each with f32 and int8 activations (QuantMath) and in both the
-// planar and the rows16 layout, decode attention over 512 cached positions
+// CPU op micro-benchmarks at the MNN-Pocket-0.3B shapes: q4 g64 and q8 GEMV
+// (decode, reported as GB/s of weight bytes streamed), prefill Linear with 64
+// tokens (GFLOP/s), each with f32 and int8 activations (QuantMath) and in
+// both the planar and the rows16 layout, decode attention over 512 cached positions
 // (from cache and from DRAM) and prefill attention, greedy sampling's argmax
 // over a vocabulary, and the cost of one empty ParallelFor (decode issues
 // ~140 per token). --cpu-target=NAME (e.g. avx2, sse4) runs every kernel for
@@ -41,6 +41,17 @@ std::vector<uint8_t> RandomQ4(size_t rows, size_t cols) {
   return bytes;
 }
 
+// A q8 [rows, cols] weight (group 32) with random codes in [-127, 127].
+std::vector<uint8_t> RandomQ8(size_t rows, size_t cols) {
+  const size_t groups = rows * cols / kQ8Group;
+  std::vector<uint8_t> bytes(rows * cols + 2 * groups);
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < rows * cols; ++i) bytes[i] = static_cast<uint8_t>(rng() % 255 + 129);
+  uint16_t* halves = reinterpret_cast<uint16_t*>(bytes.data() + rows * cols);
+  for (size_t g = 0; g < groups; ++g) halves[g] = F32ToF16(0.001f);
+  return bytes;
+}
+
 std::vector<float> RandomActivations(size_t count) {
   std::mt19937 rng(8);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -50,17 +61,22 @@ std::vector<float> RandomActivations(size_t count) {
 }
 
 // args: rows (out), cols (in), threads, tokens, int8 (QuantMath::kInt8 if 1),
-// rows16 (the layout the converter writes if 1, planar if 0).
-void RunLinear(benchmark::State& state) {
+// rows16 (the layout the converter writes if 1, planar if 0); q8 weights
+// (group 32) for the GemvQ8 / PrefillQ8 cases, else q4 g64.
+void RunLinear(benchmark::State& state, DType dtype) {
   const size_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   ThreadPool pool(ThreadPoolOptions{static_cast<size_t>(state.range(2)), false});
   const bool rows16 = state.range(5) != 0;
   const QuantMath math = state.range(4) ? QuantMath::kInt8 : QuantMath::kF32;
-  std::vector<uint8_t> weight = RandomQ4(rows, cols);
-  if (rows16) weight = PackQ4Rows16(weight.data(), rows, cols, kGroup);
-  const WeightView w{weight.data(), DType::kQ4,
-                     kGroup,        rows,
-                     cols,          rows16 ? TensorLayout::kRows16 : TensorLayout::kRowMajor};
+  const bool q8 = dtype == DType::kQ8;
+  std::vector<uint8_t> weight = q8 ? RandomQ8(rows, cols) : RandomQ4(rows, cols);
+  if (rows16) {
+    weight = q8 ? PackQ8Rows16(weight.data(), rows, cols)
+                : PackQ4Rows16(weight.data(), rows, cols, kGroup);
+  }
+  const WeightView w{
+      weight.data(), dtype, q8 ? kQ8Group : kGroup,
+      rows,          cols,  rows16 ? TensorLayout::kRows16 : TensorLayout::kRowMajor};
   const std::vector<float> x = RandomActivations(n * cols);
   std::vector<float> out(n * rows);
   for (auto _ : state) {
@@ -98,13 +114,26 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(RunLinear)
+void RunQ4(benchmark::State& state) { RunLinear(state, DType::kQ4); }
+void RunQ8(benchmark::State& state) { RunLinear(state, DType::kQ8); }
+
+BENCHMARK(RunQ4)
     ->Name("GemvQ4G64")
     ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
     ->Apply(GemvShapes)
     ->UseRealTime();
-BENCHMARK(RunLinear)
+BENCHMARK(RunQ4)
     ->Name("PrefillQ4G64")
+    ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
+    ->Apply(PrefillShapes)
+    ->UseRealTime();
+BENCHMARK(RunQ8)
+    ->Name("GemvQ8")
+    ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
+    ->Apply(GemvShapes)
+    ->UseRealTime();
+BENCHMARK(RunQ8)
+    ->Name("PrefillQ8")
     ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
     ->Apply(PrefillShapes)
     ->UseRealTime();

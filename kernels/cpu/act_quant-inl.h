@@ -20,12 +20,14 @@ HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// x[cols] -> q[cols], d[cols / block], s[cols / block]; block is a multiple
+// x[cols] -> q[cols], d[cols / block], s[cols / block], and where qs is not
+// null the sum of each block's codes, qs[cols / block]; block is a multiple
 // of 16, so CappedTag<float, 16> steps never cross a block.
 HWY_INLINE void QuantizeActivationRow(const float* HWY_RESTRICT x, size_t cols, size_t block,
                                       int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d,
-                                      float* HWY_RESTRICT s) {
+                                      float* HWY_RESTRICT s, int32_t* HWY_RESTRICT qs = nullptr) {
   const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t N = hn::Lanes(df);
   for (size_t b = 0; b < cols / block; ++b) {
@@ -41,10 +43,13 @@ HWY_INLINE void QuantizeActivationRow(const float* HWY_RESTRICT x, size_t cols, 
     d[b] = m / 127.0f;
     s[b] = hn::GetLane(hn::SumOfLanes(df, sum));
     const auto inv = hn::Set(df, m > 0.0f ? 127.0f / m : 0.0f);
+    auto code_sum = hn::Zero(di);
     for (size_t j = 0; j < block; j += N) {
       const auto codes = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + j), inv));
       hn::StoreU(hn::DemoteTo(d8, codes), d8, q + b * block + j);
+      code_sum = hn::Add(code_sum, codes);
     }
+    if (qs != nullptr) qs[b] = hn::GetLane(hn::SumOfLanes(di, code_sum));
   }
 }
 

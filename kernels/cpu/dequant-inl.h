@@ -88,9 +88,16 @@ HWY_INLINE void Rows16DequantizeRow(const Rows16Weights& w, size_t row, float* H
   const size_t block = row / kRows16Block, i = row % kRows16Block;
   for (size_t g = 0; g < w.groups; ++g) {
     const uint8_t* record = w.Record(block, g);
-    const float scale = HalfAt(record + 8 * w.group + 2 * i);
-    const float min = HalfAt(record + 8 * w.group + 2 * (kRows16Block + i));
+    const float scale = HalfAt(record + w.code_bytes + 2 * i);
     float* o = out + g * w.group;
+    if (w.q8) {  // 4 codes of row i in each chunk
+      for (size_t c = 0; c < w.group / 4; ++c) {
+        const int8_t* quad = reinterpret_cast<const int8_t*>(record + 64 * c + 4 * i);
+        for (size_t j = 0; j < 4; ++j) o[4 * c + j] = scale * static_cast<float>(quad[j]);
+      }
+      continue;
+    }
+    const float min = HalfAt(record + w.code_bytes + 2 * (kRows16Block + i));
     for (size_t c = 0; c < w.group / 8; ++c) {
       const uint8_t* quad = record + 64 * c + 4 * i;
       for (size_t j = 0; j < 4; ++j) {

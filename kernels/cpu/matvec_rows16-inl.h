@@ -54,7 +54,7 @@ struct Rows16Lanes {
 HWY_INLINE Rows16Lanes LanesAt(const Rows16Weights& w, size_t r, size_t g) {
   const uint8_t* record = w.Record(r / kRows16Block, g);
   const size_t first = r % kRows16Block;
-  const uint8_t* meta = record + 8 * w.group;
+  const uint8_t* meta = record + w.code_bytes;
   return Rows16Lanes{record + 4 * first, reinterpret_cast<const hwy::float16_t*>(meta) + first,
                      reinterpret_cast<const hwy::float16_t*>(meta) + kRows16Block + first};
 }
@@ -279,6 +279,7 @@ struct TokenQuad {
   const int8_t* x[4];
   const float* dx[4];
   const float* xs[4];
+  const int32_t* qs[4];  // null where the activations carry no code sums
 };
 HWY_INLINE TokenQuad TokensAt(const Rows16Weights& w, const QuantizedActs& a, size_t n, size_t t) {
   TokenQuad q;
@@ -287,6 +288,7 @@ HWY_INLINE TokenQuad TokensAt(const Rows16Weights& w, const QuantizedActs& a, si
     q.x[k] = a.q + tok * w.cols;
     q.dx[k] = a.d + tok * w.groups;
     q.xs[k] = a.s + tok * w.groups;
+    q.qs[k] = a.qs ? a.qs + tok * w.groups : nullptr;
   }
   return q;
 }
@@ -417,69 +419,274 @@ HWY_INLINE void TileChunk(const uint8_t* HWY_RESTRICT chunk, const int8_t* const
   h3 = DotU4(hi, Broadcast4(di8, x[3] + k + 4), h3);
 }
 
-// Rows [r0, r1) of out[n, w.rows] for n tokens, in tiles of one lane block
-// by 4 tokens: 8 int32 and 4 f32 accumulators plus the two nibble vectors
-// and two broadcasts fit the 16 registers of AVX2. Pairs of lane blocks go
-// to Rows16TilePair where the target has the registers for it.
-HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
-                               const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
-  const Rows16Tag d32;
-  const hn::Repartition<float, Rows16Tag> df;
-  const size_t L = hn::Lanes(d32);
+// Tiles of rows [r0, r1) of out[n, w.rows] by 4 tokens: Tiles::Pair (two
+// lane blocks) where the target has the registers for it, then
+// Tiles::Single (one), each after asking for its share of the next rows.
+template <class Tiles>
+HWY_INLINE void Rows16Gemm(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                           const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  const size_t L = hn::Lanes(Rows16Tag());
   const size_t tiles = (n + 3) / 4;
   size_t r = r0;
 #if POCKET_ROWS16_GEMM_PAIRS
   for (; r + 2 * L <= r1; r += 2 * L) {
     for (size_t t = 0; t < n; t += 4) {
       PrefetchNextRows(w, r, 2 * L, r1, t / 4, tiles);
-      Rows16TilePair(w, a, n, bias, r, t, out);
+      Tiles::Pair(w, a, n, bias, r, t, out);
     }
   }
 #endif
   for (; r < r1; r += L) {
     for (size_t t = 0; t < n; t += 4) {
       PrefetchNextRows(w, r, L, r1, t / 4, tiles);
-      const TokenQuad q = TokensAt(w, a, n, t);
-      const int8_t* const* x = q.x;
-      const float* const* dx = q.dx;
-      const float* const* xs = q.xs;
-      auto f0 = hn::Zero(df), f1 = hn::Zero(df), f2 = hn::Zero(df), f3 = hn::Zero(df);
-      for (size_t g = 0; g < w.groups; ++g) {
-        const Rows16Lanes p = LanesAt(w, r, g);
-        auto lo0 = hn::Zero(d32), hi0 = hn::Zero(d32), lo1 = hn::Zero(d32), hi1 = hn::Zero(d32);
-        auto lo2 = hn::Zero(d32), hi2 = hn::Zero(d32), lo3 = hn::Zero(d32), hi3 = hn::Zero(d32);
-        const size_t k0 = g * w.group, chunks = w.group / 8;
-#if !defined(POCKET_U4_SUMS_16)
-        for (size_t c = 0; c < chunks; ++c) {
-          TileChunk(p.codes + 64 * c, x, k0 + 8 * c, lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3);
-        }
-#else
-        // Int16 sums: runs of at most kU4Terms chunks (G 128: two).
-        const hn::Repartition<int16_t, Rows16Tag> ds;
-        for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
-          auto l0 = hn::Zero(ds), h0 = hn::Zero(ds), l1 = hn::Zero(ds), h1 = hn::Zero(ds);
-          auto l2 = hn::Zero(ds), h2 = hn::Zero(ds), l3 = hn::Zero(ds), h3 = hn::Zero(ds);
-          for (size_t c = c0; c < std::min(chunks, c0 + kU4Terms); ++c) {
-            TileChunk(p.codes + 64 * c, x, k0 + 8 * c, l0, h0, l1, h1, l2, h2, l3, h3);
-          }
-          lo0 = hn::Add(lo0, WidenU4(l0));
-          hi0 = hn::Add(hi0, WidenU4(h0));
-          lo1 = hn::Add(lo1, WidenU4(l1));
-          hi1 = hn::Add(hi1, WidenU4(h1));
-          lo2 = hn::Add(lo2, WidenU4(l2));
-          hi2 = hn::Add(hi2, WidenU4(h2));
-          lo3 = hn::Add(lo3, WidenU4(l3));
-          hi3 = hn::Add(hi3, WidenU4(h3));
-        }
-#endif
-        f0 = ScaleGroup(df, p, lo0, hi0, dx[0][g], xs[0][g], f0);
-        f1 = ScaleGroup(df, p, lo1, hi1, dx[1][g], xs[1][g], f1);
-        f2 = ScaleGroup(df, p, lo2, hi2, dx[2][g], xs[2][g], f2);
-        f3 = ScaleGroup(df, p, lo3, hi3, dx[3][g], xs[3][g], f3);
-      }
-      StoreTokens(df, f0, f1, f2, f3, bias, r, t, n, w.rows, out);
+      Tiles::Single(w, a, n, bias, r, t, out);
     }
   }
+}
+
+// q4's tiles. Single: one lane block by 4 tokens, 8 int32 and 4 f32
+// accumulators plus the two nibble vectors and two broadcasts fit the 16
+// registers of AVX2.
+struct Q4Tiles {
+#if POCKET_ROWS16_GEMM_PAIRS
+  static HWY_INLINE void Pair(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                              const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
+    Rows16TilePair(w, a, n, bias, r, t, out);
+  }
+#endif
+  static HWY_INLINE void Single(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                                const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
+    const Rows16Tag d32;
+    const hn::Repartition<float, Rows16Tag> df;
+    const TokenQuad q = TokensAt(w, a, n, t);
+    const int8_t* const* x = q.x;
+    const float* const* dx = q.dx;
+    const float* const* xs = q.xs;
+    auto f0 = hn::Zero(df), f1 = hn::Zero(df), f2 = hn::Zero(df), f3 = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const Rows16Lanes p = LanesAt(w, r, g);
+      auto lo0 = hn::Zero(d32), hi0 = hn::Zero(d32), lo1 = hn::Zero(d32), hi1 = hn::Zero(d32);
+      auto lo2 = hn::Zero(d32), hi2 = hn::Zero(d32), lo3 = hn::Zero(d32), hi3 = hn::Zero(d32);
+      const size_t k0 = g * w.group, chunks = w.group / 8;
+#if !defined(POCKET_U4_SUMS_16)
+      for (size_t c = 0; c < chunks; ++c) {
+        TileChunk(p.codes + 64 * c, x, k0 + 8 * c, lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3);
+      }
+#else
+      // Int16 sums: runs of at most kU4Terms chunks (G 128: two).
+      const hn::Repartition<int16_t, Rows16Tag> ds;
+      for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
+        auto l0 = hn::Zero(ds), h0 = hn::Zero(ds), l1 = hn::Zero(ds), h1 = hn::Zero(ds);
+        auto l2 = hn::Zero(ds), h2 = hn::Zero(ds), l3 = hn::Zero(ds), h3 = hn::Zero(ds);
+        for (size_t c = c0; c < std::min(chunks, c0 + kU4Terms); ++c) {
+          TileChunk(p.codes + 64 * c, x, k0 + 8 * c, l0, h0, l1, h1, l2, h2, l3, h3);
+        }
+        lo0 = hn::Add(lo0, WidenU4(l0));
+        hi0 = hn::Add(hi0, WidenU4(h0));
+        lo1 = hn::Add(lo1, WidenU4(l1));
+        hi1 = hn::Add(hi1, WidenU4(h1));
+        lo2 = hn::Add(lo2, WidenU4(l2));
+        hi2 = hn::Add(hi2, WidenU4(h2));
+        lo3 = hn::Add(lo3, WidenU4(l3));
+        hi3 = hn::Add(hi3, WidenU4(h3));
+      }
+#endif
+      f0 = ScaleGroup(df, p, lo0, hi0, dx[0][g], xs[0][g], f0);
+      f1 = ScaleGroup(df, p, lo1, hi1, dx[1][g], xs[1][g], f1);
+      f2 = ScaleGroup(df, p, lo2, hi2, dx[2][g], xs[2][g], f2);
+      f3 = ScaleGroup(df, p, lo3, hi3, dx[3][g], xs[3][g], f3);
+    }
+    StoreTokens(df, f0, f1, f2, f3, bias, r, t, n, w.rows, out);
+  }
+};
+
+HWY_INLINE void Rows16GemmInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                               const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  Rows16Gemm<Q4Tiles>(w, a, n, bias, r0, r1, out);
+}
+
+// q8 weights (format/dtype.h): each 32-bit lane of a 64-byte chunk is 4
+// int8 codes of its row, so a chunk is one DotS8 step against 4 broadcast
+// activations, and a group (32 weights: 8 chunks) adds s_rg dx_g times its
+// integer sums; there are no mins.
+
+// A chunk of q8 codes as a dot product takes them. With dpbusd (u8 x s8
+// into int32, no saturation) the codes go in as w + 128, one xor per chunk
+// for every token it meets, and Finish takes 128 times the group's
+// activation code sum back out of a token's sums; elsewhere DotS8 moves the
+// codes' signs onto each token's activations (|w| once per chunk).
+struct Q8Chunk {
+  using DI8 = hn::Repartition<int8_t, Rows16Tag>;
+#if defined(POCKET_INT8_DPBUSD)
+  using DW = hn::Repartition<uint8_t, Rows16Tag>;
+  static HWY_INLINE hn::Vec<DW> Load(const uint8_t* p) {
+    const DW du8;
+    return hn::Xor(hn::LoadU(du8, p), hn::Set(du8, 0x80));
+  }
+  template <class V32>
+  static HWY_INLINE V32 Dot(hn::Vec<DW> w, hn::Vec<DI8> x, V32 acc) {
+    return DotU7(w, x, acc);
+  }
+  template <class V32>
+  static HWY_INLINE V32 Finish(V32 sums, const int32_t* code_sum) {
+    return hn::Sub(sums, hn::Set(Rows16Tag(), 128 * *code_sum));
+  }
+#else
+  using DW = DI8;
+  static HWY_INLINE hn::Vec<DW> Load(const uint8_t* p) {
+    return hn::LoadU(DW(), reinterpret_cast<const int8_t*>(p));
+  }
+  template <class V32>
+  static HWY_INLINE V32 Dot(hn::Vec<DW> w, hn::Vec<DI8> x, V32 acc) {
+    return DotS8(w, x, acc);
+  }
+  template <class V32>
+  static HWY_INLINE V32 Finish(V32 sums, const int32_t*) {
+    return sums;
+  }
+#endif
+};
+
+// f += float(i) * s * dx for one lane block and token.
+template <class DF, class V32>
+HWY_INLINE hn::Vec<DF> Q8Scale(DF df, V32 i, hn::Vec<DF> s, float dx, hn::Vec<DF> f) {
+  return hn::MulAdd(hn::ConvertTo(df, i), hn::Mul(s, hn::Set(df, dx)), f);
+}
+
+// Tokens q.x[0..3] times one lane block's group g (8 chunks of 64 bytes
+// from `codes`): 4 int32 sums.
+template <class V32>
+HWY_INLINE void Q8TileGroup(const uint8_t* HWY_RESTRICT codes, const TokenQuad& q, size_t g,
+                            size_t group, V32& i0, V32& i1, V32& i2, V32& i3) {
+  const Q8Chunk::DI8 di8;
+  const int8_t* const* x = q.x;
+  for (size_t c = 0; c < group / 4; ++c) {
+    const auto wq = Q8Chunk::Load(codes + 64 * c);
+    const size_t k = g * group + 4 * c;
+    i0 = Q8Chunk::Dot(wq, Broadcast4(di8, x[0] + k), i0);
+    i1 = Q8Chunk::Dot(wq, Broadcast4(di8, x[1] + k), i1);
+    i2 = Q8Chunk::Dot(wq, Broadcast4(di8, x[2] + k), i2);
+    i3 = Q8Chunk::Dot(wq, Broadcast4(di8, x[3] + k), i3);
+  }
+  i0 = Q8Chunk::Finish(i0, q.qs[0] + g);
+  i1 = Q8Chunk::Finish(i1, q.qs[1] + g);
+  i2 = Q8Chunk::Finish(i2, q.qs[2] + g);
+  i3 = Q8Chunk::Finish(i3, q.qs[3] + g);
+}
+
+#if POCKET_ROWS16_GEMM_PAIRS
+// Lane blocks [r, r + L) and [r + L, r + 2L) of a q8 weight for tokens
+// [t, t + 4) of n, each broadcast feeding both blocks (Rows16TilePair's
+// reason): 8 int32 and 8 f32 accumulators, 2 code vectors, a broadcast.
+HWY_INLINE void Rows16TilePairQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                                 const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const Q8Chunk::DI8 di8;
+  const size_t L = hn::Lanes(d32);
+  const TokenQuad q = TokensAt(w, a, n, t);
+  auto f00 = hn::Zero(df), f01 = hn::Zero(df), f02 = hn::Zero(df), f03 = hn::Zero(df);
+  auto f10 = hn::Zero(df), f11 = hn::Zero(df), f12 = hn::Zero(df), f13 = hn::Zero(df);
+  for (size_t g = 0; g < w.groups; ++g) {
+    const Rows16Lanes p0 = LanesAt(w, r, g), p1 = LanesAt(w, r + L, g);
+    auto i00 = hn::Zero(d32), i01 = hn::Zero(d32), i02 = hn::Zero(d32), i03 = hn::Zero(d32);
+    auto i10 = hn::Zero(d32), i11 = hn::Zero(d32), i12 = hn::Zero(d32), i13 = hn::Zero(d32);
+    for (size_t c = 0; c < w.group / 4; ++c) {
+      const auto w0 = Q8Chunk::Load(p0.codes + 64 * c), w1 = Q8Chunk::Load(p1.codes + 64 * c);
+      const size_t k = g * w.group + 4 * c;
+      auto xb = Broadcast4(di8, q.x[0] + k);
+      i00 = Q8Chunk::Dot(w0, xb, i00);
+      i10 = Q8Chunk::Dot(w1, xb, i10);
+      xb = Broadcast4(di8, q.x[1] + k);
+      i01 = Q8Chunk::Dot(w0, xb, i01);
+      i11 = Q8Chunk::Dot(w1, xb, i11);
+      xb = Broadcast4(di8, q.x[2] + k);
+      i02 = Q8Chunk::Dot(w0, xb, i02);
+      i12 = Q8Chunk::Dot(w1, xb, i12);
+      xb = Broadcast4(di8, q.x[3] + k);
+      i03 = Q8Chunk::Dot(w0, xb, i03);
+      i13 = Q8Chunk::Dot(w1, xb, i13);
+      KeepInRegisters(i00, i01, i02, i03, i10, i11, i12, i13);
+    }
+    const auto s0 = LoadF32(df, p0.scales), s1 = LoadF32(df, p1.scales);
+    f00 = Q8Scale(df, Q8Chunk::Finish(i00, q.qs[0] + g), s0, q.dx[0][g], f00);
+    f01 = Q8Scale(df, Q8Chunk::Finish(i01, q.qs[1] + g), s0, q.dx[1][g], f01);
+    f02 = Q8Scale(df, Q8Chunk::Finish(i02, q.qs[2] + g), s0, q.dx[2][g], f02);
+    f03 = Q8Scale(df, Q8Chunk::Finish(i03, q.qs[3] + g), s0, q.dx[3][g], f03);
+    f10 = Q8Scale(df, Q8Chunk::Finish(i10, q.qs[0] + g), s1, q.dx[0][g], f10);
+    f11 = Q8Scale(df, Q8Chunk::Finish(i11, q.qs[1] + g), s1, q.dx[1][g], f11);
+    f12 = Q8Scale(df, Q8Chunk::Finish(i12, q.qs[2] + g), s1, q.dx[2][g], f12);
+    f13 = Q8Scale(df, Q8Chunk::Finish(i13, q.qs[3] + g), s1, q.dx[3][g], f13);
+  }
+  StoreTokens(df, f00, f01, f02, f03, bias, r, t, n, w.rows, out);
+  StoreTokens(df, f10, f11, f12, f13, bias, r + L, t, n, w.rows, out);
+}
+#endif  // POCKET_ROWS16_GEMM_PAIRS
+
+// Rows [r0, r1) of one token over a q8 rows16 weight, one lane block at a
+// time (a 16-row block's records, 544 bytes per group, are still in L1 for
+// its next lane block), the chunks of a group split over four chains.
+HWY_INLINE void Rows16GemvQ8(const Rows16Weights& w, const QuantizedActs& a, const float* bias,
+                             size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  const size_t L = hn::Lanes(d32);
+  const size_t chunks = w.group / 4;  // 8: a multiple of 4
+  for (size_t r = r0; r < r1; r += L) {
+    auto acc = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const Rows16Lanes p = LanesAt(w, r, g);
+      const int8_t* codes = reinterpret_cast<const int8_t*>(p.codes);
+      const int8_t* x = a.q + g * w.group;
+      auto s0 = hn::Zero(d32), s1 = hn::Zero(d32), s2 = hn::Zero(d32), s3 = hn::Zero(d32);
+      for (size_t c = 0; c < chunks; c += 4) {
+        s0 = DotS8(hn::LoadU(di8, codes + 64 * c), Broadcast4(di8, x + 4 * c), s0);
+        s1 = DotS8(hn::LoadU(di8, codes + 64 * c + 64), Broadcast4(di8, x + 4 * c + 4), s1);
+        s2 = DotS8(hn::LoadU(di8, codes + 64 * c + 128), Broadcast4(di8, x + 4 * c + 8), s2);
+        s3 = DotS8(hn::LoadU(di8, codes + 64 * c + 192), Broadcast4(di8, x + 4 * c + 12), s3);
+      }
+      const auto sums = hn::Add(hn::Add(s0, s1), hn::Add(s2, s3));
+      acc = hn::MulAdd(hn::ConvertTo(df, sums), hn::Mul(LoadF32(df, p.scales), hn::Set(df, a.d[g])),
+                       acc);
+    }
+    StoreRows(df, acc, bias, r, out);
+  }
+}
+
+// q8's tiles: Single is one lane block by 4 tokens (4 int32 and 4 f32
+// accumulators, the codes and a broadcast fit 16 registers).
+struct Q8Tiles {
+#if POCKET_ROWS16_GEMM_PAIRS
+  static HWY_INLINE void Pair(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                              const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
+    Rows16TilePairQ8(w, a, n, bias, r, t, out);
+  }
+#endif
+  static HWY_INLINE void Single(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                                const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
+    const Rows16Tag d32;
+    const hn::Repartition<float, Rows16Tag> df;
+    const TokenQuad q = TokensAt(w, a, n, t);
+    auto f0 = hn::Zero(df), f1 = hn::Zero(df), f2 = hn::Zero(df), f3 = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const Rows16Lanes p = LanesAt(w, r, g);
+      auto i0 = hn::Zero(d32), i1 = hn::Zero(d32), i2 = hn::Zero(d32), i3 = hn::Zero(d32);
+      Q8TileGroup(p.codes, q, g, w.group, i0, i1, i2, i3);
+      const auto s = LoadF32(df, p.scales);
+      f0 = Q8Scale(df, i0, s, q.dx[0][g], f0);
+      f1 = Q8Scale(df, i1, s, q.dx[1][g], f1);
+      f2 = Q8Scale(df, i2, s, q.dx[2][g], f2);
+      f3 = Q8Scale(df, i3, s, q.dx[3][g], f3);
+    }
+    StoreTokens(df, f0, f1, f2, f3, bias, r, t, n, w.rows, out);
+  }
+};
+
+// Rows [r0, r1) of out[n, w.rows] for n tokens over a q8 rows16 weight.
+HWY_INLINE void Rows16GemmQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                             const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
+  Rows16Gemm<Q8Tiles>(w, a, n, bias, r0, r1, out);
 }
 
 #endif  // POCKET_INT8_DOT
@@ -493,8 +700,32 @@ HWY_INLINE hn::Vec<DF> NibbleF32(DF df, VU quads) {
   return hn::ConvertTo(df, hn::BitCast(di, code));
 }
 
+// Byte `kByte` (0..3, little-endian) of every 32-bit lane, a signed q8
+// code, as f32.
+template <int kByte, class DF, class VU = hn::Vec<hn::RebindToUnsigned<DF>>>
+HWY_INLINE hn::Vec<DF> CodeF32(DF df, VU quads) {
+  const hn::RebindToSigned<DF> di;
+  return hn::ConvertTo(df,
+                       hn::ShiftRight<24>(hn::ShiftLeft<24 - 8 * kByte>(hn::BitCast(di, quads))));
+}
+
+// One group of a q8 lane block times f32 activations xk[0, 32).
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE V Q8GroupF32(DF df, const uint8_t* HWY_RESTRICT codes, const float* HWY_RESTRICT xk) {
+  const hn::RebindToUnsigned<DF> du;
+  auto dot0 = hn::Zero(df), dot1 = hn::Zero(df);
+  for (size_t c = 0; c < kQ8Group / 4; ++c, xk += 4) {
+    const auto q = hn::LoadU(du, reinterpret_cast<const uint32_t*>(codes + 64 * c));
+    dot0 = hn::MulAdd(CodeF32<0>(df, q), hn::Set(df, xk[0]), dot0);
+    dot1 = hn::MulAdd(CodeF32<1>(df, q), hn::Set(df, xk[1]), dot1);
+    dot0 = hn::MulAdd(CodeF32<2>(df, q), hn::Set(df, xk[2]), dot0);
+    dot1 = hn::MulAdd(CodeF32<3>(df, q), hn::Set(df, xk[3]), dot1);
+  }
+  return hn::Add(dot0, dot1);
+}
+
 // Rows [r0, r1) (multiples of 16) of out[n, w.rows] with f32 activations
-// x[n, w.cols] and their group sums xsum[n, w.groups]. A lane block's
+// x[n, w.cols] and (q4) their group sums xsum[n, w.groups]. A lane block's
 // records stay in L1 while the tokens pass over them.
 HWY_INLINE void Rows16GemvF32(const Rows16Weights& w, const float* HWY_RESTRICT x,
                               const float* HWY_RESTRICT xsum, size_t n, const float* bias,
@@ -508,6 +739,10 @@ HWY_INLINE void Rows16GemvF32(const Rows16Weights& w, const float* HWY_RESTRICT 
       auto acc = hn::Zero(df);
       for (size_t g = 0; g < w.groups; ++g) {
         const Rows16Lanes p = LanesAt(w, r, g);
+        if (w.q8) {
+          acc = hn::MulAdd(Q8GroupF32(df, p.codes, xt + g * w.group), LoadF32(df, p.scales), acc);
+          continue;
+        }
         auto dot0 = hn::Zero(df), dot1 = hn::Zero(df);
         for (size_t c = 0; c < w.group / 8; ++c) {
           // u32 loads: one lane per row (also on the 1-lane scalar target).

@@ -113,7 +113,7 @@ StatusOr<QuantOptions> ParseQuantOptions(const std::string& quant, const std::st
 }
 
 Status ParseLayoutOption(const std::string& layout, QuantOptions* q) {
-  if (!layout.empty() && !ParseLayout(layout, &q->q4_layout)) {
+  if (!layout.empty() && !ParseLayout(layout, &q->layout)) {
     return Errorf(StatusCode::kInvalidArgument,
                   "--layout '%s' is not a layout; use rows16 (default) or row_major",
                   layout.c_str());
@@ -153,7 +153,7 @@ TensorStorage ChooseStorage(const std::string& name, const std::vector<uint64_t>
   if (IsQuantized(s.dtype) && shape.back() % s.group != 0) {
     s = TensorStorage{DType::kF16, 0, TensorLayout::kRowMajor, true};
   }
-  if (IsValidLayout(q.q4_layout, s.dtype, Elements(shape) / shape.back())) s.layout = q.q4_layout;
+  if (IsValidLayout(q.layout, s.dtype, Elements(shape) / shape.back())) s.layout = q.layout;
   return s;
 }
 
@@ -244,8 +244,10 @@ StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOpt
       return Status(bytes.status().code(),
                     "tensor '" + src->name + "': " + bytes.status().message());
     }
-    if (s.layout == TensorLayout::kRows16)
-      *bytes = PackQ4Rows16(bytes->data(), rows, cols, s.group);
+    if (s.layout == TensorLayout::kRows16) {
+      *bytes = s.dtype == DType::kQ8 ? PackQ8Rows16(bytes->data(), rows, cols)
+                                     : PackQ4Rows16(bytes->data(), rows, cols, s.group);
+    }
     if (s.fell_back) stats.fallbacks.push_back(src->name);
     TensorInfo info;
     info.name = src->name;

@@ -27,9 +27,10 @@ struct QuantOptions {
   DType weights = DType::kQ4;
   DType embeddings = DType::kQ4;
   uint32_t group = 64;
-  // Layout of q4 matrices whose rows the layout's block divides; the others
-  // stay row-major. rows16 is what the CPU int8 kernels read.
-  TensorLayout q4_layout = TensorLayout::kRows16;
+  // Layout of the q4 and q8 matrices where format/dtype.h's IsValidLayout
+  // allows it (rows16: rows % 16 == 0); the others stay row-major. rows16 is
+  // what the CPU int8 kernels read.
+  TensorLayout layout = TensorLayout::kRows16;
 };
 Status ValidateQuantOptions(const QuantOptions& q);
 // From the CLI flags: `quant` and `embed_quant` are dtype names ("" for

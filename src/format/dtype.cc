@@ -77,7 +77,7 @@ bool IsValidLayout(TensorLayout l, DType t, uint64_t rows) {
     case TensorLayout::kRowMajor:
       return true;
     case TensorLayout::kRows16:
-      return t == DType::kQ4 && rows % kRows16Block == 0;
+      return (t == DType::kQ4 || t == DType::kQ8) && rows % kRows16Block == 0;
   }
   return false;
 }

@@ -28,6 +28,14 @@
 // broadcast to every lane advances all of them; a block's codes, scales and
 // mins are one contiguous stream. Same byte count as planar; needs
 // rows % 16 == 0.
+//
+// kRows16 for q8 (group 32) takes the same 16-row blocks; the record of
+// block b and group g is 16 G + 32 = 544 bytes:
+//   G / 4 chunks of 64 code bytes; in chunk c, byte 4 i + j (row i of the
+//       block, j < 4) is the int8 code of weight g G + 4 c + j
+//   16 f16 scales (rows 16 b .. 16 b + 15)
+// so one 32-bit lane of a chunk is 4 weights of one row: the same dot
+// product advances 16 (8, 4) rows with no nibbles to split and no mins.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +55,7 @@ constexpr int kNumDTypes = 5;
 
 enum class TensorLayout : uint8_t {
   kRowMajor = 0,  // planar, as pictured above
-  kRows16 = 1,    // q4 only: 16-row interleaved records
+  kRows16 = 1,    // q4 and q8: 16-row interleaved records
 };
 constexpr int kNumLayouts = 2;
 constexpr uint64_t kRows16Block = 16;

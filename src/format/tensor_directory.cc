@@ -95,7 +95,7 @@ Status ValidateTensorInfo(const TensorInfo& t) {
   if (!IsValidLayout(t.layout, t.dtype, t.rows())) {
     return Errorf(StatusCode::kCorruptFile,
                   "tensor %s: layout %s does not hold a %s tensor of %llu rows (rows16 is for "
-                  "q4 with rows a multiple of 16)",
+                  "q4 and q8 with rows a multiple of 16)",
                   name.c_str(), LayoutName(t.layout), DTypeName(t.dtype),
                   static_cast<unsigned long long>(t.rows()));
   }

@@ -174,6 +174,13 @@ StatusOr<std::vector<uint8_t>> QuantizeTensor(const float* src, uint64_t rows, u
 
 void DequantizeRow(const uint8_t* tensor, DType dtype, TensorLayout layout, uint64_t rows,
                    uint64_t cols, uint32_t group, uint64_t row, float* out) {
+  if (layout == TensorLayout::kRows16 && dtype == DType::kQ8) {
+    for (uint64_t j = 0; j < cols; ++j) {
+      const Q8Element e = Rows16Q8Element(tensor, cols, row, j);
+      out[j] = F16ToF32(e.scale_f16) * static_cast<float>(e.code);
+    }
+    return;
+  }
   if (layout == TensorLayout::kRows16) {
     for (uint64_t j = 0; j < cols; ++j) {
       const Q4Element e = Rows16Element(tensor, cols, group, row, j);

@@ -41,7 +41,58 @@ uint8_t PlanarCode(const uint8_t* planar, uint64_t cols, uint32_t group, uint64_
   return k < half ? byte & 0xF : byte >> 4;
 }
 
+// The same for q8 (group 32): 4 codes of a row per 32-bit lane, then the
+// 16 scales (dtype.h).
+Rows16Place PlaceQ8(uint64_t cols, uint64_t row, uint64_t col) {
+  const uint64_t groups = cols / kQ8Group;
+  const uint64_t record_bytes = 16 * uint64_t{kQ8Group} + 2 * kRows16Block;
+  const uint64_t block = row / kRows16Block, i = row % kRows16Block;
+  const uint64_t g = col / kQ8Group, k = col % kQ8Group;
+  Rows16Place p;
+  p.record = (block * groups + g) * record_bytes;
+  p.code_byte = k / 4 * 64 + 4 * i + k % 4;
+  p.high = false;
+  p.meta = 16 * uint64_t{kQ8Group} + 2 * i;
+  return p;
+}
+
 }  // namespace
+
+Q8Element Rows16Q8Element(const uint8_t* packed, uint64_t cols, uint64_t row, uint64_t col) {
+  const Rows16Place p = PlaceQ8(cols, row, col);
+  return Q8Element{static_cast<int8_t>(packed[p.record + p.code_byte]),
+                   LoadU16(packed + p.record + p.meta)};
+}
+
+std::vector<uint8_t> PackQ8Rows16(const uint8_t* planar, uint64_t rows, uint64_t cols) {
+  const uint64_t groups = cols / kQ8Group;
+  std::vector<uint8_t> out(rows * cols + rows * groups * 2, 0);
+  const uint8_t* scales = planar + rows * cols;
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint64_t c = 0; c < cols; ++c) {
+      const Rows16Place p = PlaceQ8(cols, r, c);
+      out[p.record + p.code_byte] = planar[r * cols + c];
+      if (c % kQ8Group == 0) {
+        StoreU16(out.data() + p.record + p.meta, LoadU16(scales + (r * groups + c / kQ8Group) * 2));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> UnpackQ8Rows16(const uint8_t* packed, uint64_t rows, uint64_t cols) {
+  const uint64_t groups = cols / kQ8Group;
+  std::vector<uint8_t> out(rows * cols + rows * groups * 2, 0);
+  uint8_t* scales = out.data() + rows * cols;
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint64_t c = 0; c < cols; ++c) {
+      const Q8Element e = Rows16Q8Element(packed, cols, r, c);
+      out[r * cols + c] = static_cast<uint8_t>(e.code);
+      if (c % kQ8Group == 0) StoreU16(scales + (r * groups + c / kQ8Group) * 2, e.scale_f16);
+    }
+  }
+  return out;
+}
 
 Q4Element Rows16Element(const uint8_t* packed, uint64_t cols, uint32_t group, uint64_t row,
                         uint64_t col) {

@@ -1,7 +1,7 @@
-// Conversion of q4 tensors between the planar layout and the rows16 layout
-// the int8 dot kernels read (format/dtype.h pictures both). The converter
-// packs once when it writes a file; backends that read planar q4 (OpenCL)
-// unpack when they upload.
+// Conversion of q4 and q8 tensors between the planar layout and the rows16
+// layout the int8 dot kernels read (format/dtype.h pictures both). The
+// converter packs once when it writes a file; backends that read planar
+// weights (OpenCL) unpack when they upload.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +23,16 @@ struct Q4Element {
 };
 Q4Element Rows16Element(const uint8_t* packed, uint64_t cols, uint32_t group, uint64_t row,
                         uint64_t col);
+
+// The same for a whole [rows, cols] q8 tensor (group 32).
+std::vector<uint8_t> PackQ8Rows16(const uint8_t* planar, uint64_t rows, uint64_t cols);
+std::vector<uint8_t> UnpackQ8Rows16(const uint8_t* packed, uint64_t rows, uint64_t cols);
+
+// Weight (row, col)'s int8 code and scale in a q8 rows16 tensor.
+struct Q8Element {
+  int8_t code;
+  uint16_t scale_f16;
+};
+Q8Element Rows16Q8Element(const uint8_t* packed, uint64_t cols, uint64_t row, uint64_t col);
 
 }  // namespace pocket

@@ -31,8 +31,8 @@ struct Format {
 constexpr TensorLayout kRows16 = TensorLayout::kRows16;
 const Format kFormats[] = {{DType::kQ8, 32},          {DType::kQ4, 32},
                            {DType::kQ4, 64},          {DType::kQ4, 128},
-                           {DType::kQ4, 32, kRows16}, {DType::kQ4, 64, kRows16},
-                           {DType::kQ4, 128, kRows16}};
+                           {DType::kQ8, 32, kRows16}, {DType::kQ4, 32, kRows16},
+                           {DType::kQ4, 64, kRows16}, {DType::kQ4, 128, kRows16}};
 
 // Row counts with tails of the 4-row tiles, or whole 16-row blocks (rows16):
 // one block, and an odd number of them (the decode kernel pairs lane blocks).

@@ -25,11 +25,11 @@ struct Format {
 };
 
 constexpr TensorLayout kRows16 = TensorLayout::kRows16;
-const Format kFormats[] = {{DType::kF32, 0},          {DType::kF16, 0},
-                           {DType::kBF16, 0},         {DType::kQ8, 32},
-                           {DType::kQ4, 32},          {DType::kQ4, 64},
-                           {DType::kQ4, 128},         {DType::kQ4, 32, kRows16},
-                           {DType::kQ4, 64, kRows16}, {DType::kQ4, 128, kRows16}};
+const Format kFormats[] = {
+    {DType::kF32, 0},          {DType::kF16, 0},          {DType::kBF16, 0},
+    {DType::kQ8, 32},          {DType::kQ4, 32},          {DType::kQ4, 64},
+    {DType::kQ4, 128},         {DType::kQ8, 32, kRows16}, {DType::kQ4, 32, kRows16},
+    {DType::kQ4, 64, kRows16}, {DType::kQ4, 128, kRows16}};
 
 // Row counts: odd ones (tails of the row tiles), multiples of the 16-row
 // block for rows16.

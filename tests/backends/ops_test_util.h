@@ -126,13 +126,16 @@ struct TestWeight {
   WeightView view;
 };
 
-// w[rows, cols] encoded as dtype; layout kRows16 (q4, rows % 16 == 0) packs
+// w[rows, cols] encoded as dtype; layout kRows16 (q4 or q8, rows % 16 == 0) packs
 // the planar bytes as the converter does.
 inline TestWeight EncodedWeight(const std::vector<float>& w, size_t rows, size_t cols, DType dtype,
                                 uint32_t group, TensorLayout layout = TensorLayout::kRowMajor) {
   TestWeight t;
   t.bytes = EncodeWeights(w, rows, cols, dtype, group);
-  if (layout == TensorLayout::kRows16) t.bytes = PackQ4Rows16(t.bytes.data(), rows, cols, group);
+  if (layout == TensorLayout::kRows16) {
+    t.bytes = dtype == DType::kQ8 ? PackQ8Rows16(t.bytes.data(), rows, cols)
+                                  : PackQ4Rows16(t.bytes.data(), rows, cols, group);
+  }
   t.view.layout = layout;
   t.view.data = t.bytes.data();
   t.view.dtype = dtype;

@@ -144,14 +144,25 @@ TEST(Synth, UnknownPresetListsThePresets) {
 namespace pocket {
 namespace {
 
-// q4 matrices whose rows 16 divides are written rows16 by default and
-// row-major on request, with the same dequantized values; everything else
+// q4 and q8 matrices whose rows 16 divides are written rows16 by default
+// and row-major on request, with the same dequantized values; everything
+// else (norms, f16 fallbacks, and tiny-llama's 172-row ffn_gate/ffn_up)
 // stays row-major.
-TEST(SynthLayout, Rows16ByDefaultRowMajorOnRequest) {
-  SynthOptions options{"tiny-qwen3", 5, TokenizerFor("tiny-qwen3")};
+struct LayoutCase {
+  const char* preset;
+  const char* quant;
+};
+
+class SynthLayout : public ::testing::TestWithParam<LayoutCase> {};
+
+TEST_P(SynthLayout, Rows16ByDefaultRowMajorOnRequest) {
+  const LayoutCase& param = GetParam();
+  DType want_dtype;
+  ASSERT_TRUE(ParseDType(param.quant, &want_dtype));
+  SynthOptions options{param.preset, 5, TokenizerFor(param.preset)};
   auto model = SynthesizeModel(options);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  QuantOptions packed = *ParseQuantOptions("q4", "", 32);
+  QuantOptions packed = *ParseQuantOptions(param.quant, "", 32);
   QuantOptions planar = packed;
   ASSERT_TRUE(ParseLayoutOption("row_major", &planar).ok());
   EXPECT_FALSE(ParseLayoutOption("rows8", &planar).ok());
@@ -163,14 +174,15 @@ TEST(SynthLayout, Rows16ByDefaultRowMajorOnRequest) {
   auto fb = PocketFile::FromMemory(reinterpret_cast<const uint8_t*>(b.data()), b.size());
   ASSERT_TRUE(fa.ok() && fb.ok());
   EXPECT_EQ(a.size(), b.size());
-  size_t rows16 = 0;
+  size_t rows16 = 0, quantized_row_major = 0;
   for (const TensorInfo& t : (*fa)->tensors()) {
     const TensorInfo* u = (*fb)->FindTensor(t.name);
     ASSERT_NE(u, nullptr);
     EXPECT_EQ(u->layout, TensorLayout::kRowMajor) << t.name;
-    const bool expect_rows16 = t.dtype == DType::kQ4 && t.rows() % 16 == 0;
+    const bool expect_rows16 = t.dtype == want_dtype && t.rows() % 16 == 0;
     EXPECT_EQ(t.layout == TensorLayout::kRows16, expect_rows16) << t.name;
     rows16 += expect_rows16;
+    quantized_row_major += t.dtype == want_dtype && !expect_rows16;
     std::vector<float> ra(t.cols()), rb(t.cols());
     for (uint64_t r = 0; r < t.rows(); r += 7) {
       DequantizeRow((*fa)->TensorData(t), t.dtype, t.layout, t.rows(), t.cols(), t.group, r,
@@ -181,6 +193,40 @@ TEST(SynthLayout, Rows16ByDefaultRowMajorOnRequest) {
     }
   }
   EXPECT_GT(rows16, 0u);
+  // tiny-llama's ffn is 172 wide: its gate and up matrices cannot be rows16.
+  if (std::string(param.preset) == "tiny-llama") EXPECT_GT(quantized_row_major, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    QuantsAndPresets, SynthLayout,
+    ::testing::Values(LayoutCase{"tiny-qwen3", "q4"}, LayoutCase{"tiny-qwen3", "q8"},
+                      LayoutCase{"tiny-llama", "q4"}, LayoutCase{"tiny-llama", "q8"}),
+    [](const ::testing::TestParamInfo<LayoutCase>& info) {
+      std::string name = std::string(info.param.preset) + "_" + info.param.quant;
+      for (char& c : name) c = c == '-' ? '_' : c;
+      return name;
+    });
+
+// The storage the converter picks: rows16 for q4 and q8 matrices of whole
+// 16-row blocks (leading dims count as rows) unless row_major is asked for.
+TEST(ChooseStorage, Rows16ForQ4AndQ8WithRowsAMultipleOf16) {
+  for (const char* quant : {"q4", "q8"}) {
+    SCOPED_TRACE(quant);
+    QuantOptions q = *ParseQuantOptions(quant, "", 0);
+    const TensorStorage a = ChooseStorage("blk.0.attn_q.weight", {48, 64}, q);
+    EXPECT_EQ(a.layout, TensorLayout::kRows16);
+    EXPECT_EQ(DTypeName(a.dtype), std::string(quant));
+    EXPECT_EQ(ChooseStorage("blk.0.attn_q.weight", {2, 8, 64}, q).layout, TensorLayout::kRows16);
+    EXPECT_EQ(ChooseStorage("token_embd.weight", {512, 64}, q).layout, TensorLayout::kRows16);
+    EXPECT_EQ(ChooseStorage("blk.0.ffn_up.weight", {172, 64}, q).layout, TensorLayout::kRowMajor);
+    // f16 fallback (cols not a multiple of the group) and norms: row-major.
+    const TensorStorage f = ChooseStorage("blk.0.ffn_down.weight", {64, 172}, q);
+    EXPECT_EQ(f.dtype, DType::kF16);
+    EXPECT_EQ(f.layout, TensorLayout::kRowMajor);
+    EXPECT_EQ(ChooseStorage("blk.0.attn_norm.weight", {64}, q).layout, TensorLayout::kRowMajor);
+    ASSERT_TRUE(ParseLayoutOption("row_major", &q).ok());
+    EXPECT_EQ(ChooseStorage("blk.0.attn_q.weight", {48, 64}, q).layout, TensorLayout::kRowMajor);
+  }
 }
 
 }  // namespace

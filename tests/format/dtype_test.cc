@@ -39,6 +39,29 @@ TEST(DType, QuantizedAndGroups) {
   for (uint32_t g : {0u, 16u, 48u, 256u}) EXPECT_FALSE(IsValidGroup(DType::kQ4, g));
 }
 
+TEST(DType, LayoutNamesAndWhatRows16Holds) {
+  TensorLayout l = TensorLayout::kRowMajor;
+  ASSERT_TRUE(ParseLayout("rows16", &l));
+  EXPECT_EQ(l, TensorLayout::kRows16);
+  EXPECT_STREQ(LayoutName(TensorLayout::kRowMajor), "row_major");
+  EXPECT_FALSE(ParseLayout("rows8", &l));
+  for (int i = 0; i < kNumDTypes; ++i) {
+    EXPECT_TRUE(IsValidLayout(TensorLayout::kRowMajor, static_cast<DType>(i), 7));
+  }
+  // rows16: q4 and q8 only, in whole 16-row blocks.
+  for (DType t : {DType::kQ4, DType::kQ8}) {
+    for (uint64_t rows : {16u, 32u, 4096u})
+      EXPECT_TRUE(IsValidLayout(TensorLayout::kRows16, t, rows));
+    for (uint64_t rows : {1u, 8u, 24u, 4095u}) {
+      EXPECT_FALSE(IsValidLayout(TensorLayout::kRows16, t, rows)) << DTypeName(t) << " " << rows;
+    }
+  }
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    EXPECT_FALSE(IsValidLayout(TensorLayout::kRows16, t, 16)) << DTypeName(t);
+  }
+  EXPECT_FALSE(IsValidLayout(static_cast<TensorLayout>(kNumLayouts), DType::kQ4, 16));
+}
+
 TEST(DType, ByteSizesMatchTheDocumentedLayouts) {
   uint64_t n = 0;
   ASSERT_TRUE(TensorByteSize(DType::kF32, 3, 5, 0, &n));

@@ -249,6 +249,24 @@ struct HostileCase {
   std::vector<std::string> expect;
 };
 
+// rows16 holds q4 and q8 tensors of 16 k rows (counting the leading dims);
+// the cases above refuse the others.
+TEST(ReaderCorruption, Rows16HoldsQ4AndQ8WithRowsAMultipleOf16) {
+  const std::vector<RawTensor> dir = {
+      {"q8.weight", 3, 1, 32, {16, 32}, 0, 16 * 32 + 16 * 2},          // 544 bytes
+      {"q8_3d.weight", 3, 1, 32, {2, 16, 64}, 576, 32 * 64 + 32 * 4},  // 2176
+      {"q4.weight", 4, 1, 32, {32, 64}, 2752, 32 * 32 + 32 * 2 * 4},   // 1280
+  };
+  const Bytes b = testing::AssembleWith(dir, Bytes(4096, 7));
+  auto file = PocketFile::FromMemory(b.data(), b.size());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  for (const RawTensor& t : dir) {
+    const TensorInfo* info = (*file)->FindTensor(t.name);
+    ASSERT_NE(info, nullptr) << t.name;
+    EXPECT_EQ(info->layout, TensorLayout::kRows16) << t.name;
+  }
+}
+
 TEST(ReaderCorruption, HostileTensorDirectories) {
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
   const HostileCase cases[] = {
@@ -291,7 +309,17 @@ TEST(ReaderCorruption, HostileTensorDirectories) {
        [](auto* t) {
          (*t)[0] = {"q.weight", 4, 1, 32, {8, 32}, 0, 160};
        },
-       {"'q.weight'", "rows16 is for q4 with rows a multiple of 16"}},
+       {"'q.weight'", "rows16 is for q4 and q8 with rows a multiple of 16"}},
+      {"q8 rows16 on 8 rows",
+       [](auto* t) {
+         (*t)[0] = {"q.weight", 3, 1, 32, {8, 32}, 0, 272};
+       },
+       {"'q.weight'", "layout rows16 does not hold a q8 tensor of 8 rows"}},
+      {"q8 rows16 on 24 rows",
+       [](auto* t) {
+         (*t)[0] = {"q.weight", 3, 1, 32, {3, 8, 32}, 0, 816};
+       },
+       {"'q.weight'", "layout rows16 does not hold a q8 tensor of 24 rows"}},
       {"bad q4 group",
        [](auto* t) {
          (*t)[0] = {"q.weight", 4, 0, 48, {1, 96}, 0, 60};

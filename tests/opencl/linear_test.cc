@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/reference_ops.h"
+#include "backends/opencl/weights.h"
 #include "opencl/opencl_test_util.h"
 
 namespace pocket::opencl {
@@ -98,6 +99,56 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, WeightTest,
                          ::testing::Values(WeightCase{DType::kF32, 0}, WeightCase{DType::kF16, 0},
                                            WeightCase{DType::kBF16, 0},
                                            WeightCase{DType::kQ8, kQ8Group},
+                                           WeightCase{DType::kQ4, 32}, WeightCase{DType::kQ4, 64},
+                                           WeightCase{DType::kQ4, 128}),
+                         CaseName);
+
+// The OpenCL kernels read planar bytes: the WeightStore unpacks a rows16
+// q4 or q8 weight (what the converter writes by default) on upload, so the
+// device holds exactly the planar bytes, and Linear and Embed on it match
+// the reference reading the rows16 bytes.
+class Rows16UploadTest : public ::testing::TestWithParam<WeightCase> {};
+
+TEST_P(Rows16UploadTest, WeightStoreUnpacksToPlanar) {
+  Context* ctx = TestContext();
+  ASSERT_NE(ctx, nullptr);
+  const size_t rows = 48, cols = 256;
+  std::mt19937 rng(13);
+  const std::vector<float> values = RandomFloats(rows * cols, rng);
+  const auto planar =
+      cpu::testing::EncodedWeight(values, rows, cols, GetParam().dtype, GetParam().group);
+  const auto packed = cpu::testing::EncodedWeight(values, rows, cols, GetParam().dtype,
+                                                  GetParam().group, TensorLayout::kRows16);
+  ASSERT_NE(packed.bytes, planar.bytes);
+
+  WeightStore store(ctx);
+  auto dw = store.Upload(packed.view);
+  ASSERT_TRUE(dw.ok()) << dw.status().ToString();
+  EXPECT_EQ(store.bytes(), planar.bytes.size());
+  std::vector<uint8_t> device(planar.bytes.size());
+  ASSERT_TRUE(ctx->Read(*dw->buffer, 0, device.data(), device.size()).ok());
+  EXPECT_EQ(device, planar.bytes);
+
+  const size_t n = 3;
+  const std::vector<float> x = RandomFloats(n * cols, rng);
+  std::vector<float> want(n * rows);
+  cpu::reference::Linear(x.data(), n, packed.view, nullptr, want.data());
+  const Buffer x_buf = UploadFloats(ctx, x);
+  const Buffer out_buf = UploadFloats(ctx, std::vector<float>(n * rows));
+  const Status s = Linear(ctx, Span{&x_buf, 0}, n, *dw, nullptr, Span{&out_buf, 0});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectClose(DownloadFloats(ctx, out_buf, 0, n * rows), want, 1e-4f, 1e-5f);
+
+  const std::vector<int32_t> ids = {0, 17, 47};
+  std::vector<float> want_rows(ids.size() * cols);
+  cpu::reference::Embed(packed.view, ids.data(), ids.size(), want_rows.data());
+  const Buffer rows_buf = UploadFloats(ctx, std::vector<float>(ids.size() * cols));
+  ASSERT_TRUE(Embed(ctx, *dw, ids.data(), ids.size(), Span{&rows_buf, 0}).ok());
+  ExpectClose(DownloadFloats(ctx, rows_buf, 0, ids.size() * cols), want_rows, 0.0f, 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows16DTypes, Rows16UploadTest,
+                         ::testing::Values(WeightCase{DType::kQ8, kQ8Group},
                                            WeightCase{DType::kQ4, 32}, WeightCase{DType::kQ4, 64},
                                            WeightCase{DType::kQ4, 128}),
                          CaseName);

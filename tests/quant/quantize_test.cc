@@ -175,6 +175,43 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(DType::kQ8, 32u), std::make_tuple(DType::kQ4, 32u),
                       std::make_tuple(DType::kQ4, 64u), std::make_tuple(DType::kQ4, 128u)));
 
+// A q8 tensor in the rows16 layout dequantizes exactly as its planar bytes:
+// the rows16 bytes are placed here from dtype.h's description (record
+// b * (cols/32) + g of 544 bytes: 8 chunks of 64 codes, byte 4 i + j of
+// chunk c being weight (16 b + i, 32 g + 4 c + j), then 16 f16 scales).
+TEST(DequantizeRow, Q8Rows16MatchesPlanar) {
+  const uint64_t rows = 48, cols = 160, groups = cols / 32;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w(rows * cols);
+  for (float& v : w) v = normal(rng);
+  auto q = QuantizeTensor(w.data(), rows, cols, DType::kQ8, 32);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const std::vector<uint8_t>& planar = *q;
+  std::vector<uint8_t> rows16(planar.size());
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint64_t g = 0; g < groups; ++g) {
+      uint8_t* rec = rows16.data() + ((r / 16) * groups + g) * 544;
+      for (uint64_t k = 0; k < 32; ++k) {
+        rec[64 * (k / 4) + 4 * (r % 16) + k % 4] = planar[r * cols + 32 * g + k];
+      }
+      std::memcpy(rec + 512 + 2 * (r % 16), &planar[rows * cols + (r * groups + g) * 2], 2);
+    }
+  }
+  std::vector<float> want(cols), got(cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    DequantizeRow(planar.data(), DType::kQ8, TensorLayout::kRowMajor, rows, cols, 32, r,
+                  want.data());
+    DequantizeRow(rows16.data(), DType::kQ8, TensorLayout::kRows16, rows, cols, 32, r, got.data());
+    ASSERT_EQ(got, want) << "row " << r;
+    // And the planar values are scale * code (no q4 min sneaks in).
+    for (uint64_t c = 0; c < cols; c += 13) {
+      const float scale = F16ToF32(ReadU16(planar, rows * cols + (r * groups + c / 32) * 2));
+      ASSERT_EQ(want[c], scale * static_cast<float>(static_cast<int8_t>(planar[r * cols + c])));
+    }
+  }
+}
+
 TEST(QuantizationBound, MatchesTheDerivedFormula) {
   // q4 over 0..63: s = 4.2, s_r = 4.19921875, min exact:
   // bound = s_r/2 + 15 * |4.2 - 4.19921875| (+ float slack).

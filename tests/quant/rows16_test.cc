@@ -1,9 +1,10 @@
-// The rows16 q4 layout (format/dtype.h): bytes placed as the picture says,
-// and packing is lossless both ways.
+// The rows16 q4 and q8 layouts (format/dtype.h): bytes placed as the
+// picture says, and packing is lossless both ways.
 #include "quant/rows16.h"
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -78,6 +79,83 @@ TEST(Rows16Test, PackThenUnpackGivesThePlanarBytesBack) {
       EXPECT_NE(packed, planar);
       EXPECT_EQ(UnpackQ4Rows16(packed.data(), rows, cols, group), planar)
           << "group " << group << " rows " << rows;
+    }
+  }
+}
+
+// Random planar q8 bytes (dtype.h): int8 codes [rows][cols], then f16
+// scales [rows][cols/32].
+std::vector<uint8_t> RandomPlanarQ8(uint64_t rows, uint64_t cols, std::mt19937& rng) {
+  std::vector<uint8_t> planar(rows * cols + rows * (cols / 32) * 2);
+  for (uint8_t& b : planar) b = static_cast<uint8_t>(rng());
+  return planar;
+}
+
+// The rows16 bytes of a planar q8 tensor, placed one by one where the
+// layout's description puts them: record b * (cols/32) + g of 544 bytes
+// holds in chunk c (64 bytes), byte 4 i + j, the code of weight
+// (16 b + i, 32 g + 4 c + j), then the 16 scales of rows 16 b .. 16 b + 15.
+std::vector<uint8_t> Q8Rows16ByThePicture(const std::vector<uint8_t>& planar, uint64_t rows,
+                                          uint64_t cols) {
+  const uint64_t groups = cols / 32;
+  std::vector<uint8_t> out(planar.size(), 0xEE);
+  for (uint64_t b = 0; b < rows / 16; ++b) {
+    for (uint64_t g = 0; g < groups; ++g) {
+      uint8_t* rec = out.data() + (b * groups + g) * 544;
+      for (uint64_t i = 0; i < 16; ++i) {
+        const uint64_t r = 16 * b + i;
+        for (uint64_t c = 0; c < 8; ++c) {
+          for (uint64_t j = 0; j < 4; ++j)
+            rec[64 * c + 4 * i + j] = planar[r * cols + 32 * g + 4 * c + j];
+        }
+        const uint8_t* scale = planar.data() + rows * cols + (r * groups + g) * 2;
+        rec[512 + 2 * i] = scale[0];
+        rec[512 + 2 * i + 1] = scale[1];
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Rows16Test, Q8BytesAreWhereTheLayoutSays) {
+  std::mt19937 rng(5);
+  for (uint64_t rows : {16u, 48u}) {
+    for (uint64_t cols : {32u, 96u, 256u}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+      const std::vector<uint8_t> planar = RandomPlanarQ8(rows, cols, rng);
+      const std::vector<uint8_t> packed = PackQ8Rows16(planar.data(), rows, cols);
+      // Same byte count as planar, and every byte where the picture says.
+      ASSERT_EQ(packed.size(), rows * cols + rows * (cols / 32) * 2);
+      EXPECT_EQ(packed, Q8Rows16ByThePicture(planar, rows, cols));
+    }
+  }
+}
+
+TEST(Rows16Test, Q8ElementIsThePlanarCodeAndScale) {
+  std::mt19937 rng(9);
+  const uint64_t rows = 48, cols = 160, groups = cols / 32;
+  const std::vector<uint8_t> planar = RandomPlanarQ8(rows, cols, rng);
+  const std::vector<uint8_t> packed = Q8Rows16ByThePicture(planar, rows, cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint64_t c = 0; c < cols; ++c) {
+      const Q8Element e = Rows16Q8Element(packed.data(), cols, r, c);
+      uint16_t scale;
+      std::memcpy(&scale, planar.data() + rows * cols + (r * groups + c / 32) * 2, 2);
+      ASSERT_EQ(e.code, static_cast<int8_t>(planar[r * cols + c])) << r << " " << c;
+      ASSERT_EQ(e.scale_f16, scale) << r << " " << c;
+    }
+  }
+}
+
+TEST(Rows16Test, Q8PackThenUnpackGivesThePlanarBytesBack) {
+  std::mt19937 rng(4);
+  for (uint64_t rows : {16u, 32u, 80u}) {
+    for (uint64_t cols : {32u, 64u, 896u}) {
+      const std::vector<uint8_t> planar = RandomPlanarQ8(rows, cols, rng);
+      const std::vector<uint8_t> packed = PackQ8Rows16(planar.data(), rows, cols);
+      EXPECT_NE(packed, planar);
+      EXPECT_EQ(UnpackQ8Rows16(packed.data(), rows, cols), planar)
+          << "rows " << rows << " cols " << cols;
     }
   }
 }

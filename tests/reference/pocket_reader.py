@@ -16,7 +16,7 @@ docs/format.md is the full spec), not from the C++ reader:
       u64 nbytes}; offset is relative to the data section.
 
 Dtypes: 0 f32, 1 f16, 2 bf16, 3 q8, 4 q4 (planar layouts in dtype.h).
-Layouts: 0 row-major (planar), 1 rows16 (q4 in 16-row records, dtype.h).
+Layouts: 0 row-major (planar), 1 rows16 (q4 or q8 in 16-row records, dtype.h).
 """
 
 import json
@@ -110,13 +110,16 @@ class PocketFile:
         return out
 
     def raw(self, name):
-        """A tensor's bytes in the planar layout (rows16 q4 is unpacked)."""
+        """A tensor's bytes in the planar layout (rows16 q4 and q8 are unpacked)."""
         t = self.tensors[name]
         start = self.data_offset + t.offset
         raw = self.blob[start:start + t.nbytes]
         if t.layout == LAYOUT_ROWS16:
-            if t.dtype != "q4" or t.rows % 16:
-                raise PocketFormatError(f"tensor {name}: rows16 needs q4 with rows % 16 == 0")
+            if t.dtype not in ("q4", "q8") or t.rows % 16:
+                raise PocketFormatError(
+                    f"tensor {name}: rows16 needs q4 or q8 with rows % 16 == 0")
+            if t.dtype == "q8":
+                return q8_rows16_to_planar(raw, t.rows, t.cols)
             return rows16_to_planar(raw, t.rows, t.cols, t.group)
         if t.layout != LAYOUT_ROW_MAJOR:
             raise PocketFormatError(f"tensor {name}: unknown layout {t.layout}")
@@ -146,6 +149,21 @@ def rows16_to_planar(raw, rows, cols, g):
     def halves(k):
         return meta[:, :, k, :].reshape(nb, ng, 16, 2).transpose(0, 2, 1, 3).reshape(-1)
     return planar_codes.tobytes() + halves(0).tobytes() + halves(1).tobytes()
+
+
+def q8_rows16_to_planar(raw, rows, cols):
+    """The planar bytes of a rows16 q8 tensor (dtype.h): per 16-row block and
+    group of 32 a 544-byte record of 8 chunks of 64 code bytes (byte 4i+j of
+    chunk c: the int8 code of row i's weight 4c+j), then 16 f16 scales."""
+    if cols % Q8_GROUP:
+        raise PocketFormatError(f"q8 rows16: cols {cols} not a multiple of {Q8_GROUP}")
+    nb, ng = rows // 16, cols // Q8_GROUP
+    rec = 16 * Q8_GROUP + 32
+    a = np.frombuffer(_exact(raw, nb * ng * rec, "q8 rows16"), np.uint8).reshape(nb, ng, rec)
+    chunks = a[:, :, :16 * Q8_GROUP].reshape(nb, ng, 8, 16, 4)      # [b, g, c, i, j]
+    codes = chunks.transpose(0, 3, 1, 2, 4).reshape(rows, cols)     # [b, i, g, c, j]
+    scales = a[:, :, 16 * Q8_GROUP:].reshape(nb, ng, 16, 2).transpose(0, 2, 1, 3)
+    return codes.tobytes() + scales.tobytes()
 
 
 # ---------------------------------------------------------------------------

@@ -169,6 +169,54 @@ def check_reference_self(results):
     return g
 
 
+def rows16_by_the_picture(planar, dtype, rows, cols, group):
+    """Rows16 bytes of planar q4/q8 bytes, placed one weight at a time where
+    src/format/dtype.h says (per 16-row block b and group g, a record of
+    code chunks of 64 bytes, then 16 f16 scales, then for q4 16 f16 mins):
+    a slow, obvious counterpart of pocket_reader's vectorized unpacking."""
+    ng = cols // group
+    q8 = dtype == "q8"
+    code_bytes = rows * cols if q8 else rows * cols // 2
+    rec = 16 * group + 32 if q8 else 8 * group + 64
+    out = bytearray(len(planar))
+    for r in range(rows):
+        b, i = divmod(r, 16)
+        for g in range(ng):
+            base = (b * ng + g) * rec
+            for k in range(group):
+                if q8:
+                    out[base + 64 * (k // 4) + 4 * i + k % 4] = planar[r * cols + g * group + k]
+                    continue
+                byte = planar[r * cols // 2 + g * group // 2 + k % (group // 2)]
+                code = byte & 0xF if k < group // 2 else byte >> 4
+                pos = base + 64 * (k // 8) + 4 * i + k % 4
+                out[pos] |= code if k % 8 < 4 else code << 4
+            scale = code_bytes + 2 * (r * ng + g)    # planar: scales, then q4's mins
+            at = base + (16 if q8 else 8) * group + 2 * i
+            out[at:at + 2] = planar[scale:scale + 2]
+            if not q8:
+                mn = scale + 2 * rows * ng
+                out[at + 32:at + 34] = planar[mn:mn + 2]
+    return bytes(out)
+
+
+def check_reader_rows16(results):
+    """pocket_reader unpacks rows16 q4 and q8 to the planar bytes."""
+    rng = np.random.default_rng(5)
+    problems = []
+    for dtype, rows, cols, group in (("q8", 32, 96, 32), ("q8", 16, 32, 32),
+                                     ("q4", 32, 128, 32), ("q4", 16, 128, 64)):
+        ng = cols // group
+        size = rows * cols + 2 * rows * ng if dtype == "q8" else rows * cols // 2 + 4 * rows * ng
+        planar = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        packed = rows16_by_the_picture(planar, dtype, rows, cols, group)
+        got = (pr.q8_rows16_to_planar(packed, rows, cols) if dtype == "q8"
+               else pr.rows16_to_planar(packed, rows, cols, group))
+        if packed == planar or got != planar:
+            problems.append(f"{dtype} [{rows}, {cols}] g{group}: unpacked bytes differ")
+    results.report("reference/pocket_reader rows16 unpack", problems, "q8, q4 g32, q4 g64")
+
+
 def check_stories(results, cli, work, golden, extra):
     name = "pocket/stories260K-hf f32 vs logits JSON"
     out = os.path.join(work, "stories260K.pocket")
@@ -262,6 +310,13 @@ def check_storage(pf, orig, quant, group):
                 problems.append(f"{n} stored as {t.dtype}/g{t.group}, expected {quant}/g{want_group}")
         if n.endswith((".bias", "norm.weight")) and t.dtype != "f32":
             problems.append(f"{n} stored as {t.dtype}, expected f32")
+        # The converter's default layout: rows16 for q4 and q8 of whole
+        # 16-row blocks, row-major for everything else.
+        want_layout = pr.LAYOUT_ROWS16 if t.dtype in ("q8", "q4") and t.rows % 16 == 0 \
+            else pr.LAYOUT_ROW_MAJOR
+        if t.layout != want_layout:
+            problems.append(f"{n} ({t.dtype}, {t.rows} rows) has layout {t.layout}, "
+                            f"expected {want_layout}")
         if t.dtype in ("q8", "q4"):
             w = orig[hf_name(n)]
             w2 = w.reshape(-1, w.shape[-1])
@@ -297,6 +352,7 @@ def main(argv):
         shutil.rmtree(work)
     os.makedirs(os.path.join(work, "models"))
     results = Results()
+    check_reader_rows16(results)
     golden = check_reference_self(results)
     if not (os.path.isfile(cli) and os.access(cli, os.X_OK)):
         results.report("pocket CLI", [f"{cli} is not an executable file"], "missing")

@@ -22,8 +22,9 @@ constexpr char kUsage[] =
     "  --quant         type of the weight matrices (default q4)\n"
     "  --group         q4 group size along the input dimension (default 64)\n"
     "  --embed-quant   type of token_embd/output (default: same as --quant)\n"
-    "  --layout        q4 byte layout: rows16 (default; what the CPU int8 kernels\n"
-    "                  read, docs/format.md) or row_major (planar)\n"
+    "  --layout        q4 and q8 byte layout: rows16 (default; what the CPU int8\n"
+    "                  kernels read, for matrices whose rows 16 divides,\n"
+    "                  docs/format.md) or row_major (planar)\n"
     "  --tokenizer     sentencepiece .model (required for llama2.c checkpoints)\n"
     "\n"
     "Norms and biases are always f32. Progress and a summary go to stderr.\n";

@@ -70,7 +70,7 @@ bool ValidWeight(const WeightView& w) {
     case DType::kBF16:
       return true;
     case DType::kQ8:
-      return w.cols % kQ8Group == 0;
+      return w.cols % kQ8Group == 0 && IsValidLayout(w.layout, w.dtype, w.rows);
     case DType::kQ4:
       return (w.group == 32 || w.group == 64 || w.group == 128) && w.cols % w.group == 0 &&
              IsValidLayout(w.layout, w.dtype, w.rows);
@@ -78,19 +78,19 @@ bool ValidWeight(const WeightView& w) {
   return false;
 }
 
-// Linear with f32 activations over a rows16 q4 weight: every token's group
-// sums, then 16-row blocks per thread (kernels/cpu/matvec_rows16-inl.h).
+// Linear with f32 activations over a rows16 q4 or q8 weight: every token's
+// group sums (q4's min term), then 16-row blocks per thread
+// (kernels/cpu/matvec_rows16-inl.h).
 void LinearRows16F32(const float* x, size_t n, const WeightView& w, const float* bias, float* out,
                      ThreadPool* pool) {
-  const size_t groups = w.cols / w.group;
+  const Rows16Weights packed(w);
   thread_local std::vector<float> xsum;  // reused: decode calls this hundreds of times per token
-  xsum.resize(n * groups);
-  for (size_t t = 0; t < n; ++t) {
+  xsum.resize(packed.q8 ? 0 : n * packed.groups);
+  for (size_t t = 0; t < n && !packed.q8; ++t) {
     HWY_DYNAMIC_DISPATCH(ComputeGroupSums)
-    (x + t * w.cols, w.cols, w.group, xsum.data() + t * groups);
+    (x + t * w.cols, w.cols, packed.group, xsum.data() + t * packed.groups);
   }
   const float* sums = xsum.data();
-  const Rows16Weights packed(w);
   const size_t tasks = std::min(NumThreads(pool), w.rows / kRows16Block);
   ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
     size_t r0, r1;

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "backends/cpu/kernel_target.h"
 #include "backends/cpu/int8_extension.h"
+#include "backends/cpu/kernel_target.h"
 #include "backends/cpu/parallel.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -31,8 +31,9 @@ namespace pocket::cpu::HWY_NAMESPACE {
 
 bool HasInt8Dot() { return POCKET_INT8_DOT != 0; }
 
-void QuantizeRow(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s) {
-  QuantizeActivationRow(x, cols, block, q, d, s);
+void QuantizeRow(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s,
+                 int32_t* qs) {
+  QuantizeActivationRow(x, cols, block, q, d, s, qs);
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
@@ -51,6 +52,8 @@ HWY_EXPORT(DecodeRowsInt8);
 HWY_EXPORT(PrefillRowsInt8);
 HWY_EXPORT(Rows16DecodeInt8);
 HWY_EXPORT(Rows16PrefillInt8);
+HWY_EXPORT(Rows16DecodeQ8);
+HWY_EXPORT(Rows16PrefillQ8);
 
 // The int8 extension's build of the same kernels (kernel_target.h):
 // int8_dotprod.cc (NEON with sdot) or int8_avx_vnni.cc (AVX2
@@ -62,6 +65,8 @@ decltype(POCKET_INT8_EXTENSION_BASE_NS::DecodeRowsInt8) DecodeRowsInt8;
 decltype(POCKET_INT8_EXTENSION_BASE_NS::PrefillRowsInt8) PrefillRowsInt8;
 decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16DecodeInt8) Rows16DecodeInt8;
 decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16PrefillInt8) Rows16PrefillInt8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16DecodeQ8) Rows16DecodeQ8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16PrefillQ8) Rows16PrefillQ8;
 }  // namespace POCKET_INT8_EXTENSION_NS
 #endif
 
@@ -73,18 +78,21 @@ struct Int8Kernels {
   decltype(&HWY_STATIC_DISPATCH(PrefillRowsInt8)) prefill;
   decltype(&HWY_STATIC_DISPATCH(Rows16DecodeInt8)) rows16_decode;
   decltype(&HWY_STATIC_DISPATCH(Rows16PrefillInt8)) rows16_prefill;
+  decltype(&HWY_STATIC_DISPATCH(Rows16DecodeQ8)) rows16_decode_q8;
+  decltype(&HWY_STATIC_DISPATCH(Rows16PrefillQ8)) rows16_prefill_q8;
 };
 
 Int8Kernels ChosenKernels() {
 #ifdef POCKET_INT8_EXTENSION_NS
   if (Int8ExtensionChosen()) {
     namespace ext = POCKET_INT8_EXTENSION_NS;
-    return {&ext::DecodeRowsInt8, &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
-            &ext::Rows16PrefillInt8};
+    return {&ext::DecodeRowsInt8,    &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
+            &ext::Rows16PrefillInt8, &ext::Rows16DecodeQ8,  &ext::Rows16PrefillQ8};
   }
 #endif
-  return {&HWY_DYNAMIC_DISPATCH(DecodeRowsInt8), &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
-          &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8), &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8)};
+  return {&HWY_DYNAMIC_DISPATCH(DecodeRowsInt8),   &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
+          &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8), &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8),
+          &HWY_DYNAMIC_DISPATCH(Rows16DecodeQ8),   &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8)};
 }
 
 // Thread ranges are multiples of the kernels' 4-row blocks (planar) or of
@@ -101,7 +109,7 @@ constexpr size_t kTokenChunk = 64;
 }  // namespace
 
 void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s) {
-  HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, cols, block, q, d, s);
+  HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, cols, block, q, d, s, nullptr);
 }
 
 namespace {
@@ -113,15 +121,18 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
   const QuantizedRows rows(w);
   if (w.layout == TensorLayout::kRows16) {
     const Rows16Weights packed(w);
+    const auto decode = packed.q8 ? kernels.rows16_decode_q8 : kernels.rows16_decode;
+    const auto prefill = packed.q8 ? kernels.rows16_prefill_q8 : kernels.rows16_prefill;
     if (n == 1) {
-      kernels.rows16_decode(packed, acts, item.bias, r0, r1, item.out);
+      decode(packed, acts, item.bias, r0, r1, item.out);
       return;
     }
     for (size_t t = 0; t < n; t += kTokenChunk) {
       const size_t chunk = std::min(kTokenChunk, n - t);
       const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
-                               acts.s + t * rows.groups};
-      kernels.rows16_prefill(packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
+                               acts.s + t * rows.groups,
+                               acts.qs ? acts.qs + t * rows.groups : nullptr};
+      prefill(packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
     }
     return;
   }
@@ -164,14 +175,23 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
   // the calling thread, read by the workers during this call only.
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<float> scales_sums;
+  thread_local std::vector<int32_t> code_sums;
   codes.resize(n * cols);
   scales_sums.resize(2 * n * groups);
+  code_sums.resize(n * groups);
   // Plain pointers: inside the tasks, the names above would denote the
   // worker's own (empty) thread_local vectors.
   int8_t* q = codes.data();
   float* d = scales_sums.data();
   float* s = d + n * groups;
-  const QuantizedActs acts{q, d, s};
+  // Only the q8 rows16 prefill kernels read the code sums (dpbusd's bias).
+  bool q8_rows16 = false;
+  for (size_t i = 0; i < count; ++i) {
+    q8_rows16 =
+        q8_rows16 || (items[i].w.dtype == DType::kQ8 && items[i].w.layout == TensorLayout::kRows16);
+  }
+  int32_t* qs = n > 1 && q8_rows16 ? code_sums.data() : nullptr;
+  const QuantizedActs acts{q, d, s, qs};
   const size_t threads = NumThreads(pool);
   const size_t quant_tasks = std::min(threads, n);
   ParallelOrInline(pool, quant_tasks, [&](size_t task, size_t) {
@@ -179,7 +199,8 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
     SplitRange(n, 1, quant_tasks, task, &t0, &t1);
     for (size_t t = t0; t < t1; ++t) {
       HWY_DYNAMIC_DISPATCH(QuantizeRow)
-      (x + t * cols, cols, group, q + t * cols, d + t * groups, s + t * groups);
+      (x + t * cols, cols, group, q + t * cols, d + t * groups, s + t * groups,
+       qs ? qs + t * groups : nullptr);
     }
   });
   // One parallel pass over every weight's rows: each weight gets tasks in

@@ -38,11 +38,14 @@ struct QuantizedRows {
 
 // Tokens quantized per weight group (kernels/cpu/act_quant-inl.h): token t
 // has codes q[t * cols, (t + 1) * cols), scales d and exact sums s at
-// [t * groups, (t + 1) * groups).
+// [t * groups, (t + 1) * groups), and the sums of each group's codes qs at
+// the same place, which the q8 rows16 prefill kernels need (LinearInt8Group
+// makes them for those only; null otherwise).
 struct QuantizedActs {
   const int8_t* q;
   const float* d;
   const float* s;
+  const int32_t* qs = nullptr;
 };
 
 // out[n, w.rows] = x * W^T (+ bias) with int8 activations. Returns false

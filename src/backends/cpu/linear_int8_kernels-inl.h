@@ -42,10 +42,25 @@ void Rows16DecodeInt8(const Rows16Weights& w, const QuantizedActs& a, const floa
 #endif
 }
 
+// q8's own entry points, so that the q4 kernels' functions hold nothing else.
+void Rows16DecodeQ8(const Rows16Weights& w, const QuantizedActs& a, const float* bias, size_t r0,
+                    size_t r1, float* out) {
+#if POCKET_INT8_DOT
+  Rows16GemvQ8(w, a, bias, r0, r1, out);
+#endif
+}
+
 void Rows16PrefillInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
                        size_t r0, size_t r1, float* out) {
 #if POCKET_INT8_DOT
   Rows16GemmInt8(w, a, n, bias, r0, r1, out);
+#endif
+}
+
+void Rows16PrefillQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                     size_t r0, size_t r1, float* out) {
+#if POCKET_INT8_DOT
+  Rows16GemmQ8(w, a, n, bias, r0, r1, out);
 #endif
 }
 

@@ -23,7 +23,7 @@ struct WeightView {
   uint32_t group = 0;
   size_t rows = 0;
   size_t cols = 0;
-  TensorLayout layout = TensorLayout::kRowMajor;  // kRows16: q4 for the int8 kernels
+  TensorLayout layout = TensorLayout::kRowMajor;  // kRows16: q4 or q8 for the int8 kernels
 };
 
 // The KV cache as the attention kernel sees it: positions [0, n_past + n)

@@ -17,7 +17,8 @@ uint16_t LoadU16(const uint8_t* p) {
   return v;
 }
 
-// One stored weight: its code and its group's f16 scale and min (0 for q8).
+// One stored weight: its code (q8: the int8 code's bits) and its group's
+// f16 scale and min (0 for q8).
 struct StoredWeight {
   uint8_t code;
   uint16_t scale, min;
@@ -25,13 +26,25 @@ struct StoredWeight {
 
 // Weight (row, col) of a q4 rows16 tensor, read straight from dtype.h's
 // picture (independent of quant/rows16.cc, which the kernels' tests check).
-StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
+StoredWeight Rows16Q4Weight(const WeightView& w, size_t row, size_t col) {
   const size_t record_bytes = 8 * w.group + 64, i = row % 16, k = col % w.group;
   const uint8_t* record = w.data + ((row / 16) * (w.cols / w.group) + col / w.group) * record_bytes;
   const uint8_t byte = record[(k / 8) * 64 + 4 * i + k % 4];
   const uint8_t* meta = record + 8 * w.group;
   return StoredWeight{static_cast<uint8_t>(k % 8 < 4 ? byte & 0xF : byte >> 4),
                       LoadU16(meta + 2 * i), LoadU16(meta + 32 + 2 * i)};
+}
+
+// The same for q8 (group 32): a 544-byte record of 8 chunks of 64 codes,
+// byte 4 i + j of chunk c being row i's weight 4 c + j, then 16 scales.
+StoredWeight Rows16Q8Weight(const WeightView& w, size_t row, size_t col) {
+  const size_t record_bytes = 16 * 32 + 32, i = row % 16, k = col % 32;
+  const uint8_t* record = w.data + ((row / 16) * (w.cols / 32) + col / 32) * record_bytes;
+  return StoredWeight{record[(k / 4) * 64 + 4 * i + k % 4], LoadU16(record + 16 * 32 + 2 * i), 0};
+}
+
+StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
+  return w.dtype == DType::kQ8 ? Rows16Q8Weight(w, row, col) : Rows16Q4Weight(w, row, col);
 }
 
 size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kQ8 ? 1 : 2; }
@@ -160,9 +173,13 @@ void KvStoreRow(const KvView& kv, void* const* pages, size_t t, const float* val
 void DequantizeRow(const WeightView& w, size_t row, float* out) {
   const size_t cols = w.cols;
   if (w.layout == TensorLayout::kRows16) {
+    const bool q8 = w.dtype == DType::kQ8;
     for (size_t j = 0; j < cols; ++j) {
       const StoredWeight e = Rows16Weight(w, row, j);
-      out[j] = F16ToF32(e.scale) * static_cast<float>(e.code) + F16ToF32(e.min);
+      const float scale = F16ToF32(e.scale);
+      // q8 codes are signed and have no min (w = scale * code, as planar q8).
+      out[j] = q8 ? scale * static_cast<float>(static_cast<int8_t>(e.code))
+                  : scale * static_cast<float>(e.code) + F16ToF32(e.min);
     }
     return;
   }

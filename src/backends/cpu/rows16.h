@@ -1,4 +1,4 @@
-// A q4 weight in the rows16 layout (format/dtype.h) as the kernels of
+// A q4 or q8 weight in the rows16 layout (format/dtype.h) as the kernels of
 // kernels/cpu/matvec_rows16-inl.h read it.
 #pragma once
 
@@ -11,21 +11,26 @@ namespace pocket::cpu {
 
 struct Rows16Weights {
   explicit Rows16Weights(const WeightView& w)
-      : group(w.group),
-        groups(w.cols / w.group),
+      : q8(w.dtype == DType::kQ8),
+        group(q8 ? kQ8Group : w.group),
+        groups(w.cols / group),
         cols(w.cols),
         rows(w.rows),
-        record_bytes(8 * w.group + 4 * kRows16Block),
+        code_bytes(q8 ? 16 * group : 8 * group),
+        record_bytes(code_bytes + (q8 ? 2 : 4) * kRows16Block),
         data(w.data) {}
 
-  // The record of 16-row block `block` and group g: codes, scales, mins.
+  // The record of 16-row block `block` and group g: codes, scales (and q4's
+  // mins).
   const uint8_t* Record(size_t block, size_t g) const {
     return data + (block * groups + g) * record_bytes;
   }
 
+  bool q8;        // int8 codes, 4 per lane (else q4 nibbles, 8 per lane, and mins)
   size_t group;   // weights per group
   size_t groups;  // groups per row
   size_t cols, rows;
+  size_t code_bytes;  // per record, before its f16 scales
   size_t record_bytes;
   const uint8_t* data;
 };

@@ -37,12 +37,13 @@ StatusOr<DeviceWeight> WeightStore::Upload(const cpu::WeightView& w) {
                   "weight [%zu, %zu] is too large for the OpenCL kernels (over 2^32 elements)",
                   w.rows, w.cols);
   }
-  // The OpenCL kernels read planar q4: a rows16 weight is unpacked into a
-  // host copy that lives only until the upload.
+  // The OpenCL kernels read planar q4 and q8: a rows16 weight is unpacked
+  // into a host copy that lives only until the upload.
   std::vector<uint8_t> planar;
   const void* src = w.data;
   if (w.layout == TensorLayout::kRows16 && buffers_.find(w.data) == buffers_.end()) {
-    planar = UnpackQ4Rows16(w.data, w.rows, w.cols, w.group);
+    planar = w.dtype == DType::kQ8 ? UnpackQ8Rows16(w.data, w.rows, w.cols)
+                                   : UnpackQ4Rows16(w.data, w.rows, w.cols, w.group);
     src = planar.data();
   }
   POCKET_ASSIGN_OR_RETURN(const Buffer* buffer,
