@@ -623,11 +623,63 @@ HWY_INLINE void Rows16TilePairQ8(const Rows16Weights& w, const QuantizedActs& a,
 }
 #endif  // POCKET_ROWS16_GEMM_PAIRS
 
-// Rows [r0, r1) of one token over a q8 rows16 weight, one lane block at a
-// time (a 16-row block's records, 544 bytes per group, are still in L1 for
-// its next lane block), the chunks of a group split over four chains.
+#if POCKET_ROWS16_GEMV_BLOCKS
+// Rows16GemvQ8 where vectors hold fewer than 16 rows (AVX2, aarch64 NEON),
+// as Rows16GemvInt8Blocks does for q4: one pass over each chunk feeds every
+// lane block from one broadcast, so each 64-byte line is used whole as it
+// arrives (lane blocks in turn read the stream with the first, using part of
+// each line: on AVX2 this q8 model decoded slower than from planar weights).
+// Even and odd chunks go to two chains per lane block.
+HWY_INLINE void Rows16GemvQ8Blocks(const Rows16Weights& w, const QuantizedActs& a,
+                                   const float* bias, size_t r0, size_t r1,
+                                   float* HWY_RESTRICT out) {
+  constexpr size_t kB = kRows16Block / hn::MaxLanes(Rows16Tag());  // lane blocks: 2 or 4
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  constexpr size_t L = hn::MaxLanes(d32);
+  for (size_t r = r0; r < r1; r += kRows16Block) {
+    hn::Vec<decltype(df)> acc[kB];
+    HWY_UNROLL(4)
+    for (size_t b = 0; b < kB; ++b) acc[b] = hn::Zero(df);
+    for (size_t g = 0; g < w.groups; ++g) {
+      const Rows16Lanes p = LanesAt(w, r, g);  // lane block b: 4 L b bytes, L b scales on
+      const int8_t* codes = reinterpret_cast<const int8_t*>(p.codes);
+      const int8_t* x = a.q + g * w.group;
+      hn::Vec<Rows16Tag> even[kB], odd[kB];
+      HWY_UNROLL(4)
+      for (size_t b = 0; b < kB; ++b) even[b] = odd[b] = hn::Zero(d32);
+      for (size_t c = 0; c < w.group / 4; c += 2) {
+        const auto x0 = Broadcast4(di8, x + 4 * c), x1 = Broadcast4(di8, x + 4 * c + 4);
+        HWY_UNROLL(4)
+        for (size_t b = 0; b < kB; ++b) {
+          even[b] = DotS8(hn::LoadU(di8, codes + 64 * c + 4 * L * b), x0, even[b]);
+          odd[b] = DotS8(hn::LoadU(di8, codes + 64 * c + 64 + 4 * L * b), x1, odd[b]);
+        }
+      }
+      const auto dx = hn::Set(df, a.d[g]);
+      HWY_UNROLL(4)
+      for (size_t b = 0; b < kB; ++b) {
+        const auto sums = hn::ConvertTo(df, hn::Add(even[b], odd[b]));
+        acc[b] = hn::MulAdd(sums, hn::Mul(LoadF32(df, p.scales + L * b), dx), acc[b]);
+      }
+    }
+    HWY_UNROLL(4)
+    for (size_t b = 0; b < kB; ++b) StoreRows(df, acc[b], bias, r + L * b, out);
+  }
+}
+#endif  // POCKET_ROWS16_GEMV_BLOCKS
+
+// Rows [r0, r1) of one token over a q8 rows16 weight. Where a vector holds
+// 16 rows (AVX-512), or an array cannot hold vectors (SVE), or registers are
+// few (SSE4): one lane block at a time (a 16-row block's records, 544 bytes
+// per group, are still in L1 for its next lane block), the chunks of a group
+// split over four chains.
 HWY_INLINE void Rows16GemvQ8(const Rows16Weights& w, const QuantizedActs& a, const float* bias,
                              size_t r0, size_t r1, float* HWY_RESTRICT out) {
+#if POCKET_ROWS16_GEMV_BLOCKS
+  return Rows16GemvQ8Blocks(w, a, bias, r0, r1, out);
+#endif
   const Rows16Tag d32;
   const hn::Repartition<float, Rows16Tag> df;
   const hn::Repartition<int8_t, Rows16Tag> di8;
@@ -683,7 +735,9 @@ struct Q8Tiles {
   }
 };
 
-// Rows [r0, r1) of out[n, w.rows] for n tokens over a q8 rows16 weight.
+// Rows [r0, r1) of out[n, w.rows] for n tokens over a q8 rows16 weight;
+// a.qs must hold the code sums where Q8Chunk uses them (LinearInt8Group
+// makes them for q8 rows16 weights).
 HWY_INLINE void Rows16GemmQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                              const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
   Rows16Gemm<Q8Tiles>(w, a, n, bias, r0, r1, out);
