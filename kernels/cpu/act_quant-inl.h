@@ -47,7 +47,7 @@ HWY_INLINE void QuantizeActivationRow(const float* HWY_RESTRICT x, size_t cols, 
     for (size_t j = 0; j < block; j += N) {
       const auto codes = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + j), inv));
       hn::StoreU(hn::DemoteTo(d8, codes), d8, q + b * block + j);
-      code_sum = hn::Add(code_sum, codes);
+      if (qs != nullptr) code_sum = hn::Add(code_sum, codes);  // loop-invariant: only q8 rows16
     }
     if (qs != nullptr) qs[b] = hn::GetLane(hn::SumOfLanes(di, code_sum));
   }
