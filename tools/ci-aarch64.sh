@@ -41,18 +41,21 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 # SVE and SVE2, and the NEON_DOTPROD int8 kernels (sdot) that run where the
 # CPU reports dotprod. Three emulated CPUs: Neoverse N1 (NEON with dotprod:
 # the tests run NEON_DOTPROD and NEON), Cortex-A72 (ARMv8.0, no dotprod: an
-# sdot reached there would fault) and QEMU's "max" (adds SVE and SVE2).
-# POCKET_TEST_CPU_HAS_DOTPROD tells the tests what each one has.
+# sdot reached there would fault) and QEMU's "max" (adds SVE, SVE2 and
+# BF16, so attention's BFDOT products run too). POCKET_TEST_CPU_HAS_DOTPROD
+# and POCKET_TEST_CPU_HAS_BF16 tell the tests what each one has.
 dir=$build/base
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
   -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" --target pocket_cpu -j2
 make -C "$dir" backends_tests/fast -j2  # /fast: not the CLI the test target also lists
-for cpu_dotprod in neoverse-n1:1 cortex-a72:0 max:1; do
-  cpu=${cpu_dotprod%:*}
+# CPU:dotprod:bf16
+for cpu_has in neoverse-n1:1:0 cortex-a72:0:0 max:1:1; do
+  IFS=: read -r cpu dotprod bf16 <<<"$cpu_has"
   echo "--- backends_tests on qemu -cpu $cpu"
-  POCKET_TEST_CPU_HAS_DOTPROD=${cpu_dotprod#*:} QEMU_CPU=$cpu qemu-aarch64 -L /usr/aarch64-linux-gnu \
+  POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 QEMU_CPU=$cpu \
+    qemu-aarch64 -L /usr/aarch64-linux-gnu \
     -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
     --gtest_brief=1
 done

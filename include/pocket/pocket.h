@@ -85,7 +85,8 @@ typedef struct pocket_model_options {
   /* Since API version 3. How the CPU multiplies q4/q8 weights:
    * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight
    * group and uses the int8 dot instructions (VNNI, sdot), and on x86 CPUs
-   * with AVX512_BF16 multiplies attention's q.k and weighted V in bf16,
+   * with AVX512_BF16 and ARM CPUs with BF16 (GCC builds) multiplies
+   * attention's q.k and weighted V in bf16,
    * adding errors bounded in docs/kernels.md; POCKET_QUANT_MATH_F32 keeps
    * f32 maths throughout (the reference-accurate path, slower). Models with
    * f32/f16/bf16 weights always use f32 maths. */
@@ -129,8 +130,9 @@ pocket_status pocket_detokenize(const pocket_model* model, const int32_t* ids, s
 typedef struct pocket_session_options {
   uint32_t struct_size;
   int32_t kv_type; /* 0 = default: bf16 where the CPU backend's attention multiplies
-                      in bf16 (x86 with AVX512_BF16), f16 elsewhere; 1 = f32, 2 = q8
-                      (int8 + a scale per head), 3 = bf16, 4 = f16 */
+                      in bf16 (x86 with AVX512_BF16, ARM with BF16), f16 elsewhere;
+                      1 = f32, 2 = q8 (int8 + a scale per head), 3 = bf16,
+                      4 = f16 */
   /* Since API version 2. */
   uint64_t budget_bytes; /* everything the session holds, weights included;
                             default 300 MiB, 0 = unlimited */

@@ -1,9 +1,10 @@
 // Attention's block products in bf16, for AttentionMath::kBf16 on x86 CPUs
-// with AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids): AttendGroup's
-// other Block (attention-inl.h). q, K, V and the softmax weights are rounded
-// to bf16 (nearest even) and vdpbf16ps multiplies them in pairs into f32
-// sums, twice the multiply-adds per instruction of an f32 FMA. Scores, the
-// softmax state and the outputs stay f32.
+// with AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids) and on 64-bit ARM
+// CPUs with BF16 (Armv8.6: Cortex-A510/A710/X2 and later, Neoverse V1/N2):
+// AttendGroup's other Block (attention-inl.h). q, K, V and the softmax
+// weights are rounded to bf16 (nearest even) and vdpbf16ps multiplies them
+// in pairs into f32 sums, twice the multiply-adds per instruction of an f32
+// FMA. Scores, the softmax state and the outputs stay f32.
 //
 // vdpbf16ps adds a[2i] b[2i] + a[2i+1] b[2i+1] into f32 lane i, so each
 // operand holds pairs along the summed dimension:
@@ -11,12 +12,16 @@
 //           channel pair (c, c + 1) is broadcast to every lane.
 //   w V     vp[p / 2][c] is positions (p, p + 1) of channel c; the weight
 //           pair (w_p, w_p+1) is broadcast.
-// Highway 1.0.3 has no bf16 dot op and its AVX3_DL target does not imply
-// AVX512_BF16, so these are intrinsics in functions with their own target
-// attribute, compiled for AVX3_DL with GCC or Clang and chosen at run time
-// after a CPUID check (attention.cc). AttendGroup calls them (a callee with
-// more target features cannot be inlined); each call covers a whole block
-// or group of rows.
+// BFDOT (Arm) adds the same pairs into each 32-bit lane, 4 lanes a vector.
+// Highway 1.0.3 has no bf16 dot op, its AVX3_DL target does not imply
+// AVX512_BF16 and its Arm targets do not imply BF16, so these are
+// intrinsics in functions with their own target attribute, compiled for
+// AVX3_DL with GCC or Clang and for NEON, SVE and SVE2 with GCC (Clang's
+// arm_neon.h declares the bf16 types only where the whole file is built for
+// BF16), and chosen at run time after a CPUID or HWCAP2 check
+// (attention.cc). AttendGroup calls them (a callee with more target
+// features cannot be inlined); each call covers a whole block or group of
+// rows.
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
@@ -36,11 +41,22 @@
 #include "kernels/cpu/load-inl.h"
 
 #undef POCKET_ATTENTION_BF16
+#undef POCKET_BF16_X86
+#undef POCKET_BF16_ARM
 #undef POCKET_BF16_ATTR
 #if HWY_TARGET == HWY_AVX3_DL && (HWY_COMPILER_GCC_ACTUAL || HWY_COMPILER_CLANG)
 #define POCKET_ATTENTION_BF16 1
+#define POCKET_BF16_X86 1
 #define POCKET_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 #include <immintrin.h>
+#elif HWY_ARCH_ARM_A64 && HWY_COMPILER_GCC_ACTUAL && defined(HWY_TARGET_STR) && \
+    (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2)
+#define POCKET_ATTENTION_BF16 1
+#define POCKET_BF16_ARM 1
+// HWY_TARGET_STR ("+crypto", "+sve", "+sve2-aes") keeps the target's own
+// features, so its inline functions may be called here.
+#define POCKET_BF16_ATTR __attribute__((target("arch=armv8.2-a+bf16" HWY_TARGET_STR)))
+#include <arm_neon.h>
 #else
 #define POCKET_ATTENTION_BF16 0
 #endif
@@ -49,7 +65,7 @@ HWY_BEFORE_NAMESPACE();
 namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if POCKET_ATTENTION_BF16
+#if defined(POCKET_BF16_X86)
 
 // 16 values of src widened to f32; lanes from `count` on (count < 16) are 0.
 template <typename T>
@@ -293,7 +309,238 @@ struct Bf16Block {
   }
 };
 
-#endif  // POCKET_ATTENTION_BF16
+#elif defined(POCKET_BF16_ARM)
+
+// The same Block with 128-bit vectors: 4 positions (q . k) or channels
+// (w V) a vector, 4 query rows sharing each loaded K and V vector (16
+// accumulators, 4 loaded vectors and 4 of the rows' pairs in the 32
+// registers). BFDOT's lane form takes pair j of a vector as the broadcast,
+// so one load serves 4 steps of each row. On SVE targets too: the Block's
+// vectors are its own and AttendGroup's softmax keeps the target's.
+
+// 4 values of src widened to f32; lanes from `count` on (count < 4) are 0.
+template <typename T>
+POCKET_BF16_ATTR inline float32x4_t Load4F32(const T* HWY_RESTRICT src, size_t count) {
+  if (count >= 4) {
+    if constexpr (std::is_same_v<T, float>) return vld1q_f32(src);
+    if constexpr (std::is_same_v<T, hwy::float16_t>) {
+      return vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(src)));
+    }
+  }
+  float lanes[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (size_t i = 0; i < std::min<size_t>(count, 4); ++i) lanes[i] = ScalarF32(src + i);
+  return vld1q_f32(lanes);
+}
+
+// 4 f32 values rounded to bf16 (nearest even), in order.
+POCKET_BF16_ATTR inline uint16x4_t ToBf16(float32x4_t v) {
+  return vreinterpret_u16_bf16(vcvt_bf16_f32(v));
+}
+
+// `even` and `odd` rounded to bf16 and interleaved: 32-bit lane i holds
+// (even_i, odd_i), the low half even.
+POCKET_BF16_ATTR inline uint32x4_t PackPairs(float32x4_t even, float32x4_t odd) {
+  const uint16x4_t e = ToBf16(even), o = ToBf16(odd);
+  return vreinterpretq_u32_u16(vcombine_u16(vzip1_u16(e, o), vzip2_u16(e, o)));
+}
+
+// acc += a . pair j of b, lane by lane.
+template <int j>
+POCKET_BF16_ATTR inline float32x4_t DotLane(float32x4_t acc, uint32x4_t a, uint32x4_t b) {
+  return vbfdotq_laneq_f32(acc, vreinterpretq_bf16_u32(a), vreinterpretq_bf16_u32(b), j);
+}
+
+// acc[r][i] += the 4 vectors of pairs at p times pair j of x[r], for kRows
+// rows; each vector is loaded once for every row.
+template <int j, size_t kRows>
+POCKET_BF16_ATTR inline void DotStep(const uint32_t* HWY_RESTRICT p, const uint32x4_t (&x)[kRows],
+                                     float32x4_t (&acc)[kRows][4]) {
+  uint32x4_t v[4];
+  // Loads stay in their step: hoisting the next steps' (GCC loads all 16 of
+  // a Scores iteration first) spills accumulators.
+  asm volatile("" ::: "memory");
+  for (size_t i = 0; i < 4; ++i) v[i] = vld1q_u32(p + 4 * i);
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t i = 0; i < 4; ++i) acc[r][i] = DotLane<j>(acc[r][i], v[i], x[r]);
+  }
+}
+
+struct Bf16Block {
+  // Softmax weights from Exp2Coarse (1e-4 relative), rounded to bf16.
+  static constexpr bool kCoarseExp = true;
+  static constexpr size_t kRows = 4;
+  const float* const* q_rows;
+  uint32_t* kp;
+  uint32_t* vp;
+  uint16_t* qb;
+  // The current block, as in the x86 Block: K pair c / 2 of position p at
+  // k_pairs[c / 2 * k_pair_stride + p], V pair p / 2 of channel c at
+  // v_pairs[p / 2 * head_dim + c]; odd_pair: the V pair read in place whose
+  // second position lies past the block, or none.
+  static constexpr size_t kNoPair = ~size_t{0};
+  const uint32_t* k_pairs = nullptr;
+  size_t k_pair_stride = kScoreBlock;
+  const uint32_t* v_pairs = nullptr;
+  size_t odd_pair = kNoPair;
+  // AttendGroup asks for the next block in shares between groups of rows.
+  static constexpr bool kPacedPrefetch = false;
+
+  // The rows' queries in bf16, once per call of AttendGroup (head_dim is a
+  // multiple of 16).
+  POCKET_BF16_ATTR void PrepareRows(size_t rows, size_t head_dim) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < head_dim; c += 4) {
+        vst1_u16(qb + r * head_dim + c, ToBf16(vld1q_f32(q_rows[r] + c)));
+      }
+    }
+  }
+
+  // kp and vp from the block's `count` positions (bf16 pages: read in
+  // place); kp's positions [count, padded) and vp's odd half past `count`
+  // are zero.
+  template <typename T>
+  POCKET_BF16_ATTR void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
+                              const T* HWY_RESTRICT v_block, size_t v_stride, size_t count,
+                              size_t padded, size_t head_dim, size_t /*slot*/) {
+    if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+      (void)v_stride;
+      (void)padded;
+      (void)head_dim;
+      k_pairs = reinterpret_cast<const uint32_t*>(k_block);
+      k_pair_stride = k_stride / 2;
+      v_pairs = reinterpret_cast<const uint32_t*>(v_block);
+      odd_pair = count % 2 != 0 ? count / 2 : kNoPair;
+      return;
+    }
+    k_pairs = kp;
+    k_pair_stride = kScoreBlock;
+    v_pairs = vp;
+    odd_pair = kNoPair;
+    for (size_t c = 0; c < head_dim; c += 2) {
+      const T* even = k_block + c * k_stride;
+      const T* odd = even + k_stride;
+      for (size_t p = 0; p < padded; p += 4) {
+        const size_t n = p < count ? count - p : 0;
+        vst1q_u32(kp + c / 2 * kScoreBlock + p,
+                  PackPairs(Load4F32(even + p, n), Load4F32(odd + p, n)));
+      }
+    }
+    for (size_t p = 0; p < count; p += 2) {
+      const T* even = v_block + p * v_stride;
+      const T* odd = even + v_stride;
+      const bool has_odd = p + 1 < count;
+      for (size_t c = 0; c < head_dim; c += 4) {
+        const float32x4_t o = has_odd ? Load4F32(odd + c, 4) : vdupq_n_f32(0.0f);
+        vst1q_u32(vp + p / 2 * head_dim + c, PackPairs(Load4F32(even + c, 4), o));
+      }
+    }
+  }
+
+  // scores[r][0, padded) = q[take[r]] . k for kRows (1 to 4) rows: 16
+  // positions at a time while they last, then 4.
+  template <size_t kRows, class D>
+  POCKET_BF16_ATTR void Scores(D, const size_t* take, size_t head_dim, size_t padded,
+                               float* const* scores) const {
+    const uint16_t* q[kRows];
+    for (size_t r = 0; r < kRows; ++r) q[r] = qb + take[r] * head_dim;
+    const size_t pairs = head_dim / 2;  // a multiple of 8
+    const auto pairs_of = [&](size_t c, uint32x4_t(&x)[kRows]) {
+      for (size_t r = 0; r < kRows; ++r) x[r] = vreinterpretq_u32_u16(vld1q_u16(q[r] + 2 * c));
+    };
+    size_t p = 0;
+    for (; p + 16 <= padded; p += 16) {
+      float32x4_t acc[kRows][4];
+      for (size_t r = 0; r < kRows; ++r) {
+        for (size_t i = 0; i < 4; ++i) acc[r][i] = vdupq_n_f32(0.0f);
+      }
+      for (size_t c = 0; c < pairs; c += 4) {
+        uint32x4_t x[kRows];
+        pairs_of(c, x);
+        const uint32_t* at = k_pairs + c * k_pair_stride + p;
+        DotStep<0>(at, x, acc);
+        DotStep<1>(at + k_pair_stride, x, acc);
+        DotStep<2>(at + 2 * k_pair_stride, x, acc);
+        DotStep<3>(at + 3 * k_pair_stride, x, acc);
+      }
+      for (size_t r = 0; r < kRows; ++r) {
+        for (size_t i = 0; i < 4; ++i) vst1q_f32(scores[r] + p + 4 * i, acc[r][i]);
+      }
+    }
+    // A block's last positions: one vector per row, two chains.
+    for (; p < padded; p += 4) {
+      float32x4_t a[kRows], b[kRows];
+      for (size_t r = 0; r < kRows; ++r) a[r] = b[r] = vdupq_n_f32(0.0f);
+      for (size_t c = 0; c < pairs; c += 4) {
+        uint32x4_t x[kRows];
+        pairs_of(c, x);
+        const uint32_t* at = k_pairs + c * k_pair_stride + p;
+        const uint32x4_t k0 = vld1q_u32(at), k1 = vld1q_u32(at + k_pair_stride);
+        const uint32x4_t k2 = vld1q_u32(at + 2 * k_pair_stride);
+        const uint32x4_t k3 = vld1q_u32(at + 3 * k_pair_stride);
+        for (size_t r = 0; r < kRows; ++r) {
+          a[r] = DotLane<2>(DotLane<0>(a[r], k0, x[r]), k2, x[r]);
+          b[r] = DotLane<3>(DotLane<1>(b[r], k1, x[r]), k3, x[r]);
+        }
+      }
+      for (size_t r = 0; r < kRows; ++r) vst1q_f32(scores[r] + p, vaddq_f32(a[r], b[r]));
+    }
+  }
+
+  // out[r][head_dim] += sum_p w[r][p] * v[p] for p < count and kRows rows;
+  // w[r] is zero from count up to the next multiple of 4. 16 channels of
+  // the rows' outputs stay in registers across the block's positions.
+  template <size_t kRows, class D>
+  POCKET_BF16_ATTR void AddWeightedV(D, float* const* w, size_t count, size_t head_dim,
+                                     float* const* out) const {
+    // The weights in bf16, zero up to a multiple of 8 (4 pairs a load).
+    alignas(16) uint16_t wb[kRows][kScoreBlock + 8];
+    const size_t pairs = (count + 1) / 2;
+    const size_t filled = (count + 3) / 4 * 4;
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t p = 0; p < filled; p += 4) vst1_u16(wb[r] + p, ToBf16(vld1q_f32(w[r] + p)));
+      for (size_t p = filled; p < (2 * pairs + 7) / 8 * 8; p += 4)
+        vst1_u16(wb[r] + p, vdup_n_u16(0));
+    }
+    // A pair with one position of the block, read in place: its other half
+    // may hold anything (0 * NaN is NaN), so it is cleared.
+    const size_t whole = std::min(pairs, odd_pair);
+    const uint32x4_t even_half = vdupq_n_u32(0xFFFF);
+    for (size_t c = 0; c < head_dim; c += 16) {
+      float32x4_t acc[kRows][4];
+      for (size_t r = 0; r < kRows; ++r) {
+        for (size_t i = 0; i < 4; ++i) acc[r][i] = vld1q_f32(out[r] + c + 4 * i);
+      }
+      size_t p = 0;
+      for (; p + 4 <= whole; p += 4) {
+        uint32x4_t x[kRows];
+        for (size_t r = 0; r < kRows; ++r) x[r] = vreinterpretq_u32_u16(vld1q_u16(wb[r] + 2 * p));
+        const uint32_t* at = v_pairs + p * head_dim + c;
+        DotStep<0>(at, x, acc);
+        DotStep<1>(at + head_dim, x, acc);
+        DotStep<2>(at + 2 * head_dim, x, acc);
+        DotStep<3>(at + 3 * head_dim, x, acc);
+      }
+      for (; p < pairs; ++p) {  // the last pairs, one at a time
+        uint32x4_t v[4];
+        for (size_t i = 0; i < 4; ++i) {
+          v[i] = vld1q_u32(v_pairs + p * head_dim + c + 4 * i);
+          if (p >= whole) v[i] = vandq_u32(v[i], even_half);
+        }
+        for (size_t r = 0; r < kRows; ++r) {
+          uint32_t pair;
+          std::memcpy(&pair, wb[r] + 2 * p, 4);
+          const uint32x4_t x = vdupq_n_u32(pair);
+          for (size_t i = 0; i < 4; ++i) acc[r][i] = DotLane<0>(acc[r][i], v[i], x);
+        }
+      }
+      for (size_t r = 0; r < kRows; ++r) {
+        for (size_t i = 0; i < 4; ++i) vst1q_f32(out[r] + c + 4 * i, acc[r][i]);
+      }
+    }
+  }
+};
+
+#endif  // POCKET_BF16_X86, POCKET_BF16_ARM
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <hwy/highway.h>
 
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
@@ -238,6 +240,36 @@ TEST(AttentionTest, Q8CachesGetInt8ProductsWhereTheTargetHasAnInt8Dot) {
     const AttentionMath other =
         AttentionBf16Available() ? AttentionMath::kBf16 : AttentionMath::kF32;
     EXPECT_EQ(AttentionMathFor(f16, 64, AttentionMath::kInt8), other);
+  });
+}
+
+TEST(AttentionTest, OtherCachesGetBf16ProductsWhereTheTargetAndTheCpuHaveThem) {
+  // attention_bf16-inl.h builds them for AVX3_DL (GCC or Clang) and for
+  // NEON, SVE and SVE2 (GCC). The reference tests pass with f32 products
+  // too, so a detection that quietly fell back to them would go unseen.
+  const std::optional<bool> cpu = testing::CpuHasFeature("avx512_bf16", "POCKET_TEST_CPU_HAS_BF16");
+  if (!cpu) GTEST_SKIP() << "unknown whether this CPU has bf16 dot products";
+  ForEachTarget([&] {
+    const std::string target = KernelTargetName();
+#if HWY_ARCH_X86 && (HWY_COMPILER_GCC_ACTUAL || HWY_COMPILER_CLANG)
+    const bool built = target == "AVX3_DL";
+#elif HWY_ARCH_ARM_A64 && HWY_COMPILER_GCC_ACTUAL
+    const bool built =
+        target == "NEON" || target == "NEON_DOTPROD" || target == "SVE" || target == "SVE2";
+#else
+    const bool built = false;
+#endif
+    const AttentionMath fast = built && *cpu ? AttentionMath::kBf16 : AttentionMath::kF32;
+    for (const KvType type : {KvType::kBf16, KvType::kF16, KvType::kF32}) {
+      SCOPED_TRACE(TypeName(type));
+      KvView view;
+      view.type = type;
+      view.page_tokens = 64;
+      EXPECT_EQ(AttentionMathFor(view, 64, AttentionMath::kBf16), fast);
+      EXPECT_EQ(AttentionMathFor(view, 64, AttentionMath::kF32), AttentionMath::kF32);
+      // Whole vectors of channels: head_dim a multiple of 16.
+      EXPECT_EQ(AttentionMathFor(view, 24, AttentionMath::kBf16), AttentionMath::kF32);
+    }
   });
 }
 

@@ -9,8 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernel_target.h"
@@ -19,6 +24,34 @@
 #include "util/fp16.h"
 
 namespace pocket::cpu::testing {
+
+// Whether the CPU has a feature, from a source other than the code under
+// test: on ARM, tools/ci-aarch64.sh names what each emulated CPU has in the
+// environment variable `env` (1 or 0), since qemu shows the host's
+// /proc/cpuinfo; elsewhere `flag` among /proc/cpuinfo's flags (x86 Linux).
+// Unknown where neither says.
+inline std::optional<bool> CpuHasFeature(const char* flag, const char* env) {
+#if HWY_ARCH_ARM
+  (void)flag;
+  const char* value = std::getenv(env);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value) == "1";
+#else
+  (void)env;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (word == flag) return true;
+    }
+    return false;
+  }
+  return std::nullopt;
+#endif
+}
 
 // Runs body() once per target compiled in and supported by this CPU, with
 // dispatch forced to that target; checks dispatch really switched. Where the

@@ -1,7 +1,7 @@
 // The KV cache ops of ops.h: row storage (f32, f16, q8), KvAppend, KvShift
 // and Attention. Attention gives each thread the query rows of one kv head
 // and a block of tokens (AttendGroup of kernels/cpu/attention-inl.h, with
-// f32 or, where the CPU has AVX512_BF16, bf16 products), and when decoding
+// f32 or, where the CPU has AVX512_BF16 or ARM's BF16, bf16 products), and when decoding
 // leaves threads idle, a segment of the cached positions as well.
 
 #include <algorithm>
@@ -19,6 +19,8 @@
 #include <hwy/base.h>
 #if HWY_ARCH_X86 && defined(__GNUC__)
 #include <cpuid.h>
+#elif HWY_ARCH_ARM_A64 && defined(__linux__)
+#include <sys/auxv.h>
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -114,7 +116,7 @@ uint16_t QuantizeQ8Kernel(const float* HWY_RESTRICT x, size_t n, int8_t* HWY_RES
 }
 
 // Whether this target has AttendGroupKernel's bf16 products (the CPU must
-// have AVX512_BF16 as well).
+// have AVX512_BF16, or on ARM BF16, as well).
 bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
 
 // Whether this target has AttendGroupKernel's int8 products (q8 caches).
@@ -225,11 +227,15 @@ constexpr size_t kGroupBlock = 64;
 constexpr size_t kMinSegmentPositions = 256;
 
 // AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5), which Highway's AVX3_DL
-// target does not check.
+// target does not check; on Arm, FEAT_BF16 (BFDOT), which its NEON and SVE
+// targets do not.
 bool CpuHasBf16Dot() {
 #if HWY_ARCH_X86 && defined(__GNUC__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax >> 5 & 1) != 0;
+#elif HWY_ARCH_ARM_A64 && defined(__linux__)  // Android too
+  constexpr unsigned long kHwcap2Bf16 = 1UL << 14;  // HWCAP2_BF16, arm64 Linux ABI
+  return (getauxval(AT_HWCAP2) & kHwcap2Bf16) != 0;
 #else
   return false;
 #endif
