@@ -85,7 +85,7 @@ typedef struct pocket_model_options {
   /* Since API version 3. How the CPU multiplies q4/q8 weights:
    * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight
    * group and uses the int8 dot instructions (VNNI, sdot), and on x86 CPUs
-   * with AVX512_BF16 and ARM CPUs with BF16 (GCC builds) multiplies
+   * with AVX512_BF16 and 64-bit ARM CPUs with BF16 multiplies
    * attention's q.k and weighted V in bf16,
    * adding errors bounded in docs/kernels.md; POCKET_QUANT_MATH_F32 keeps
    * f32 maths throughout (the reference-accurate path, slower). Models with

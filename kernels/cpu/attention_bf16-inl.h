@@ -15,13 +15,13 @@
 // BFDOT (Arm) adds the same pairs into each 32-bit lane, 4 lanes a vector.
 // Highway 1.0.3 has no bf16 dot op, its AVX3_DL target does not imply
 // AVX512_BF16 and its Arm targets do not imply BF16, so these are
-// intrinsics in functions with their own target attribute, compiled for
-// AVX3_DL with GCC or Clang and for NEON, SVE and SVE2 with GCC (Clang's
-// arm_neon.h declares the bf16 types only where the whole file is built for
-// BF16), and chosen at run time after a CPUID or HWCAP2 check
-// (attention.cc). AttendGroup calls them (a callee with more target
-// features cannot be inlined); each call covers a whole block or group of
-// rows.
+// intrinsics. On x86 they are functions with their own target attribute,
+// compiled for AVX3_DL with GCC or Clang; AttendGroup calls them (a callee
+// with more target features cannot be inlined), each call a whole block or
+// group of rows. On Arm the whole file must be built for BF16 (Clang's
+// arm_neon.h declares the bf16 types only then): attention_bf16_arm.cc
+// builds it once more with BF16, unless the baseline has it already. Both
+// are chosen at run time after a CPUID or HWCAP2 check (attention.cc).
 
 #if defined(POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ATTENTION_BF16_INL_H_
@@ -49,13 +49,11 @@
 #define POCKET_BF16_X86 1
 #define POCKET_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 #include <immintrin.h>
-#elif HWY_ARCH_ARM_A64 && HWY_COMPILER_GCC_ACTUAL && defined(HWY_TARGET_STR) && \
+#elif HWY_ARCH_ARM_A64 && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && \
     (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2)
 #define POCKET_ATTENTION_BF16 1
 #define POCKET_BF16_ARM 1
-// HWY_TARGET_STR ("+crypto", "+sve", "+sve2-aes") keeps the target's own
-// features, so its inline functions may be called here.
-#define POCKET_BF16_ATTR __attribute__((target("arch=armv8.2-a+bf16" HWY_TARGET_STR)))
+#define POCKET_BF16_ATTR
 #include <arm_neon.h>
 #else
 #define POCKET_ATTENTION_BF16 0
@@ -315,8 +313,8 @@ struct Bf16Block {
 // (w V) a vector, 4 query rows sharing each loaded K and V vector (16
 // accumulators, 4 loaded vectors and 4 of the rows' pairs in the 32
 // registers). BFDOT's lane form takes pair j of a vector as the broadcast,
-// so one load serves 4 steps of each row. On SVE targets too: the Block's
-// vectors are its own and AttendGroup's softmax keeps the target's.
+// so one load serves 4 steps of each row. (Where the baseline has BF16 the
+// SVE targets build it too: its vectors are its own.)
 
 // 4 values of src widened to f32; lanes from `count` on (count < 4) are 0.
 template <typename T>
@@ -541,6 +539,29 @@ struct Bf16Block {
 };
 
 #endif  // POCKET_BF16_X86, POCKET_BF16_ARM
+
+#if POCKET_ATTENTION_BF16
+// AttendGroup over an f32, f16 or bf16 cache with Bf16Block's products:
+// what attention.cc runs for AttentionMath::kBf16, and attention_bf16_arm.cc
+// builds once more for Arm CPUs with BF16. kb and vb: the Block's pair
+// scratch; q_scratch: the rows' queries in bf16. Not inline: that build's
+// copy is called from attention.cc.
+void AttendGroupBf16(const float* const* q_rows, const size_t* lens, float* const* out_rows,
+                     size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
+                     size_t begin, size_t end, bool normalize, float* kb, float* vb,
+                     void* q_scratch, float* max, float* sum) {
+  Bf16Block block{q_rows, reinterpret_cast<uint32_t*>(kb), reinterpret_cast<uint32_t*>(vb),
+                  static_cast<uint16_t*>(q_scratch)};
+  const auto attend = [&](auto type) {
+    using T = decltype(type);
+    AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                   normalize, max, sum);
+  };
+  if (kv.type == KvType::kF32) return attend(float());
+  if (kv.type == KvType::kBf16) return attend(hwy::bfloat16_t());
+  attend(hwy::float16_t());
+}
+#endif  // POCKET_ATTENTION_BF16
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

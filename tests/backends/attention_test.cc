@@ -244,16 +244,18 @@ TEST(AttentionTest, Q8CachesGetInt8ProductsWhereTheTargetHasAnInt8Dot) {
 }
 
 TEST(AttentionTest, OtherCachesGetBf16ProductsWhereTheTargetAndTheCpuHaveThem) {
-  // attention_bf16-inl.h builds them for AVX3_DL (GCC or Clang) and for
-  // NEON, SVE and SVE2 (GCC). The reference tests pass with f32 products
-  // too, so a detection that quietly fell back to them would go unseen.
+  // attention_bf16-inl.h builds them for AVX3_DL (GCC or Clang), and on Arm
+  // attention_bf16_arm.cc does (POCKET_ARM_BF16_KERNELS, which CMake passes
+  // here too), for every Arm target but the emulated ones. The reference
+  // tests pass with f32 products too, so a detection that quietly fell back
+  // to them would go unseen.
   const std::optional<bool> cpu = testing::CpuHasFeature("avx512_bf16", "POCKET_TEST_CPU_HAS_BF16");
   if (!cpu) GTEST_SKIP() << "unknown whether this CPU has bf16 dot products";
   ForEachTarget([&] {
     const std::string target = KernelTargetName();
 #if HWY_ARCH_X86 && (HWY_COMPILER_GCC_ACTUAL || HWY_COMPILER_CLANG)
     const bool built = target == "AVX3_DL";
-#elif HWY_ARCH_ARM_A64 && HWY_COMPILER_GCC_ACTUAL
+#elif HWY_ARCH_ARM_A64 && (POCKET_ARM_BF16_KERNELS || defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC))
     const bool built =
         target == "NEON" || target == "NEON_DOTPROD" || target == "SVE" || target == "SVE2";
 #else

@@ -115,17 +115,25 @@ uint16_t QuantizeQ8Kernel(const float* HWY_RESTRICT x, size_t n, int8_t* HWY_RES
   return bits;
 }
 
-// Whether this target has AttendGroupKernel's bf16 products (the CPU must
-// have AVX512_BF16, or on ARM BF16, as well).
-bool AttentionBf16Compiled() { return POCKET_ATTENTION_BF16; }
+// Whether this target has bf16 products (the CPU must have AVX512_BF16, or
+// on Arm BF16, as well): AttendGroupKernel's, or on Arm those of
+// attention_bf16_arm.cc's build, which every Arm target but the emulated
+// ones hands a bf16 group to.
+bool AttentionBf16Compiled() {
+#if POCKET_ARM_BF16_KERNELS
+  return HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2;
+#else
+  return POCKET_ATTENTION_BF16;
+#endif
+}
 
 // Whether this target has AttendGroupKernel's int8 products (q8 caches).
 bool AttentionInt8Compiled() { return POCKET_INT8_DOT; }
 
 // AttendGroup with the Block that `math` names (Attention has checked that
-// this target and the cache allow it). q_scratch: the rows' queries in
-// bf16 (head_dim values per row), or in int8 (head_dim codes per row, then
-// a float scale and an int32 bias per row).
+// this target and the cache allow it): F32Block, or Int8Block for a q8
+// cache (q_scratch: head_dim codes per row, then a float scale and an int32
+// bias per row). AttendGroupKernel takes bf16 products elsewhere.
 template <typename T>
 void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                    size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
@@ -139,16 +147,6 @@ void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const*
     }
   }
 #endif
-#if POCKET_ATTENTION_BF16
-  if constexpr (!std::is_same_v<T, int8_t>) {
-    if (math == AttentionMath::kBf16) {
-      Bf16Block block{q_rows, reinterpret_cast<uint32_t*>(kb), reinterpret_cast<uint32_t*>(vb),
-                      static_cast<uint16_t*>(q_scratch)};
-      return AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                            normalize, max, sum);
-    }
-  }
-#endif
   (void)math;
   (void)q_scratch;
   F32Block block{q_rows, kb, vb};
@@ -157,11 +155,17 @@ void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const*
 }
 
 // kb and vb: kScoreBlock * head_dim floats each, 64-byte aligned; max, sum:
-// one float per row.
+// one float per row; q_scratch: the rows' queries in bf16 or int8.
 void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                        size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
                        float scale, size_t begin, size_t end, bool normalize, AttentionMath math,
                        float* kb, float* vb, void* q_scratch, float* max, float* sum) {
+#if POCKET_ATTENTION_BF16
+  if (math == AttentionMath::kBf16 && kv.type != KvType::kQ8) {
+    return AttendGroupBf16(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                           normalize, kb, vb, q_scratch, max, sum);
+  }
+#endif
   if (kv.type == KvType::kF32) {
     AttendGroupAs<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
                          normalize, math, kb, vb, q_scratch, max, sum);
@@ -204,6 +208,17 @@ decltype(POCKET_INT8_EXTENSION_BASE_NS::AttendGroupInt8) AttendGroupInt8;
 }  // namespace POCKET_INT8_EXTENSION_NS
 #endif
 
+// attention_bf16_arm.cc's build of AttendGroupBf16 (attention_bf16-inl.h)
+// for Arm CPUs with BF16, where the baseline lacks BF16.
+#if POCKET_ARM_BF16_KERNELS
+namespace N_NEON_BF16 {
+void AttendGroupBf16(const float* const* q_rows, const size_t* lens, float* const* out_rows,
+                     size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim, float scale,
+                     size_t begin, size_t end, bool normalize, float* kb, float* vb,
+                     void* q_scratch, float* max, float* sum);
+}  // namespace N_NEON_BF16
+#endif
+
 namespace {
 
 // The int8 extension's AttendGroupInt8 where the CPU kernels run it now
@@ -216,6 +231,19 @@ AttendInt8Fn ChosenInt8Extension() {
   if (Int8ExtensionChosen()) return &POCKET_INT8_EXTENSION_NS::AttendGroupInt8;
 #endif
   return nullptr;
+}
+
+// attention_bf16_arm.cc's AttendGroupBf16 in builds that have it (where
+// AttentionMath::kBf16 resolves, it is the only bf16 kernel), else null.
+using AttendBf16Fn = void (*)(const float* const*, const size_t*, float* const*, size_t,
+                              const KvView&, size_t, size_t, float, size_t, size_t, bool, float*,
+                              float*, void*, float*, float*);
+AttendBf16Fn ArmBf16Kernel() {
+#if POCKET_ARM_BF16_KERNELS
+  return &N_NEON_BF16::AttendGroupBf16;
+#else
+  return nullptr;
+#endif
 }
 
 // Tokens per grouped-attention task, and the positions of one widened K/V
@@ -502,6 +530,7 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
   }
   const AttendInt8Fn int8_extension =
       math == AttentionMath::kInt8 ? ChosenInt8Extension() : nullptr;
+  const AttendBf16Fn arm_bf16 = math == AttentionMath::kBf16 ? ArmBf16Kernel() : nullptr;
   ParallelOrInline(pool, base_tasks * segments, [&](size_t task, size_t) {
     const size_t seg = task % segments;
     const size_t base = task / segments;
@@ -547,7 +576,11 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     float* max = segments > 1 ? part_max + first : b + 2 * kGroupBlock * head_dim;
     float* sum = segments > 1 ? part_sum + first : max + rows;
     float* q_scratch = b + 2 * kGroupBlock * head_dim + 2 * rows;
-    if (int8_extension != nullptr) {
+    if (arm_bf16 != nullptr) {
+      arm_bf16(q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
+               boundary(seg), boundary(seg + 1), segments == 1, b, b + kGroupBlock * head_dim,
+               q_scratch, max, sum);
+    } else if (int8_extension != nullptr) {
       int8_extension(q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim,
                      scale, boundary(seg), boundary(seg + 1), segments == 1, q_scratch, max, sum);
     } else {

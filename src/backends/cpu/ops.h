@@ -253,7 +253,7 @@ enum class AttentionMath : uint8_t {
 // kF32.
 AttentionMath AttentionMathFor(const KvView& kv, size_t head_dim, AttentionMath math);
 // Whether this CPU and build run AttentionMath::kBf16 (x86 with AVX512_BF16,
-// built with GCC or Clang; 64-bit ARM with BF16, built with GCC).
+// built with GCC or Clang; 64-bit ARM with BF16).
 bool AttentionBf16Available();
 // Causal GQA attention: q[n, n_heads*head_dim] at positions
 // [n_past, n_past + n) over cache positions [0, n_past + n); out has q's shape.
