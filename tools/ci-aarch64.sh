@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Cross-builds the CPU backend and its tests for aarch64 and runs them under
 # qemu as a Neoverse N1 (NEON with dotprod), a Cortex-A72 (NEON without it)
-# and QEMU's "max" CPU (adds SVE/SVE2, so the SVE targets run too). Builds
-# only pocket_cpu and backends_tests; the engine's other modules need nothing
-# beyond what configure checks for. About 10 minutes on 2 cores
-# from scratch. Runs as root on Debian 12 (installs the cross compiler,
-# qemu-user and the arm64 packages it needs).
+# and QEMU's "max" CPU (adds SVE/SVE2 and BF16, so the SVE targets and the
+# BFDOT attention run too). Builds only pocket_cpu and backends_tests; the
+# engine's other modules need nothing beyond what configure checks for. Then
+# the same build with Clang, run on "max". About 20 minutes on 2 cores from
+# scratch. Runs as root on Debian 12 (installs the cross compiler, qemu-user,
+# clang-14 and the arm64 packages it needs).
 #
 #   tools/ci-aarch64.sh [BUILD_DIR]      (default build-arm64)
 set -euo pipefail
@@ -16,6 +17,9 @@ sysroot=$build/sysroot
 if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++-aarch64-linux-gnu qemu-user >/dev/null
+fi
+if ! command -v clang++-14 >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 >/dev/null
 fi
 
 # arm64 libraries unpacked into a private sysroot (no arm64 install on the host).
@@ -59,3 +63,25 @@ for cpu_has in neoverse-n1:1:0 cortex-a72:0:0 max:1:1; do
     -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
     --gtest_brief=1
 done
+
+# The same with Clang (the Android NDK's compiler), whose arm_neon.h declares
+# the bf16 types only in files built for BF16 (attention_bf16_arm.cc), on
+# "max", where every Arm target, dotprod and BF16 run.
+dir=$build/clang
+cat >"$build/clang.cmake" <<TOOLCHAIN
+include($PWD/cmake/aarch64-linux-gnu.cmake)
+set(CMAKE_C_COMPILER clang-14)
+set(CMAKE_CXX_COMPILER clang++-14)
+set(CMAKE_C_COMPILER_TARGET aarch64-linux-gnu)
+set(CMAKE_CXX_COMPILER_TARGET aarch64-linux-gnu)
+TOOLCHAIN
+cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$build/clang.cmake" \
+  -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
+  -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
+cmake --build "$dir" --target pocket_cpu -j2
+make -C "$dir" backends_tests/fast -j2
+echo "--- backends_tests (Clang build) on qemu -cpu max"
+POCKET_TEST_CPU_HAS_DOTPROD=1 POCKET_TEST_CPU_HAS_BF16=1 QEMU_CPU=max \
+  qemu-aarch64 -L /usr/aarch64-linux-gnu \
+  -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
+  --gtest_brief=1
