@@ -256,8 +256,8 @@ TEST(AttentionTest, OtherCachesGetBf16ProductsWhereTheTargetAndTheCpuHaveThem) {
 #if HWY_ARCH_X86 && (HWY_COMPILER_GCC_ACTUAL || HWY_COMPILER_CLANG)
     const bool built = target == "AVX3_DL";
 #elif HWY_ARCH_ARM_A64 && (POCKET_ARM_BF16_KERNELS || defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC))
-    const bool built =
-        target == "NEON" || target == "NEON_DOTPROD" || target == "SVE" || target == "SVE2";
+    const bool built = target == "NEON" || target == "NEON_DOTPROD" || target == "SVE" ||
+                       target == "SVE2" || target == "SVE_256" || target == "SVE2_128";
 #else
     const bool built = false;
 #endif

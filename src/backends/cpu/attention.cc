@@ -21,6 +21,8 @@
 #include <cpuid.h>
 #elif HWY_ARCH_ARM_A64 && defined(__linux__)
 #include <sys/auxv.h>
+#elif HWY_ARCH_ARM_A64 && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -121,7 +123,8 @@ uint16_t QuantizeQ8Kernel(const float* HWY_RESTRICT x, size_t n, int8_t* HWY_RES
 // ones hands a bf16 group to.
 bool AttentionBf16Compiled() {
 #if POCKET_ARM_BF16_KERNELS
-  return HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2;
+  return HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 ||
+         HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128;
 #else
   return POCKET_ATTENTION_BF16;
 #endif
@@ -264,6 +267,10 @@ bool CpuHasBf16Dot() {
 #elif HWY_ARCH_ARM_A64 && defined(__linux__)  // Android too
   constexpr unsigned long kHwcap2Bf16 = 1UL << 14;  // HWCAP2_BF16, arm64 Linux ABI
   return (getauxval(AT_HWCAP2) & kHwcap2Bf16) != 0;
+#elif HWY_ARCH_ARM_A64 && defined(__APPLE__)  // M2 and later
+  int value = 0;
+  size_t size = sizeof(value);
+  return sysctlbyname("hw.optional.arm.FEAT_BF16", &value, &size, nullptr, 0) == 0 && value != 0;
 #else
   return false;
 #endif
