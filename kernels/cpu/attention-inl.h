@@ -154,6 +154,16 @@ HWY_INLINE void Hadamard(float* HWY_RESTRICT x, size_t n) {
   for (size_t i = 0; i < n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vnorm), d, x + i);
 }
 
+// Calls f(T()) with the element type T of a cache of `type` (int8_t for
+// q8): the kernels are templates on it.
+template <class F>
+HWY_INLINE void WithKvElement(KvType type, const F& f) {
+  if (type == KvType::kF32) return f(float());
+  if (type == KvType::kBf16) return f(hwy::bfloat16_t());
+  if (type == KvType::kQ8) return f(int8_t());
+  f(hwy::float16_t());
+}
+
 // Address of the first value of kv head `kv_offset / head_dim` of cache
 // position t (ops.h's layouts; the head's next values follow every
 // KvValueStride elements).

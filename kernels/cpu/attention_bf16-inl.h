@@ -553,14 +553,14 @@ void AttendGroupBf16(const float* const* q_rows, const size_t* lens, float* cons
                      void* q_scratch, float* max, float* sum) {
   Bf16Block block{q_rows, reinterpret_cast<uint32_t*>(kb), reinterpret_cast<uint32_t*>(vb),
                   static_cast<uint16_t*>(q_scratch)};
-  const auto attend = [&](auto type) {
-    using T = decltype(type);
-    AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                   normalize, max, sum);
-  };
-  if (kv.type == KvType::kF32) return attend(float());
-  if (kv.type == KvType::kBf16) return attend(hwy::bfloat16_t());
-  attend(hwy::float16_t());
+  WithKvElement(kv.type, [&](auto element) {
+    using T = decltype(element);
+    // A q8 cache gets int8 products (AttentionMathFor), never these.
+    if constexpr (!std::is_same_v<T, int8_t>) {
+      AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                     normalize, max, sum);
+    }
+  });
 }
 #endif  // POCKET_ATTENTION_BF16
 

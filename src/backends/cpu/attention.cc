@@ -169,19 +169,10 @@ void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* co
                            normalize, kb, vb, q_scratch, max, sum);
   }
 #endif
-  if (kv.type == KvType::kF32) {
-    AttendGroupAs<float>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                         normalize, math, kb, vb, q_scratch, max, sum);
-  } else if (kv.type == KvType::kBf16) {
-    AttendGroupAs<hwy::bfloat16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
-                                   begin, end, normalize, math, kb, vb, q_scratch, max, sum);
-  } else if (kv.type == KvType::kQ8) {
-    AttendGroupAs<int8_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
-                          normalize, math, kb, vb, q_scratch, max, sum);
-  } else {
-    AttendGroupAs<hwy::float16_t>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
-                                  begin, end, normalize, math, kb, vb, q_scratch, max, sum);
-  }
+  WithKvElement(kv.type, [&](auto element) {
+    AttendGroupAs<decltype(element)>(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale,
+                                     begin, end, normalize, math, kb, vb, q_scratch, max, sum);
+  });
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
