@@ -80,7 +80,7 @@ void pocket_set_log_callback(pocket_log_fn fn, void* user_data);
 
 typedef struct pocket_model_options {
   uint32_t struct_size;
-  int32_t threads;     /* worker threads; 0 = one per core */
+  int32_t threads;     /* compute threads; 0 = one per fast physical core */
   const char* backend; /* "cpu" (default when NULL) */
   /* Since API version 3. How the CPU multiplies q4/q8 weights:
    * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight
@@ -91,8 +91,9 @@ typedef struct pocket_model_options {
    * f32 maths throughout (the reference-accurate path, slower). Models with
    * f32/f16/bf16 weights always use f32 maths. */
   int32_t quant_math;
-  /* Since API version 3. Nonzero pins compute worker i to core i (Linux;
-   * ignored elsewhere); the calling thread is not pinned. Default 0. */
+  /* Since API version 3. Nonzero pins compute worker i to the i-th core of
+   * the fast-first core order (docs/cli.md, `--pin-threads`; Linux and
+   * Android, ignored elsewhere); the calling thread is not pinned. Default 0. */
   int32_t pin_threads;
   /* Since API version 4. Nonzero copies the weights out of the file mapping
    * into memory backed by transparent huge pages (CPU backend; ordinary

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "backends/cpu/core_plan.h"
 #include "backends/cpu/kernel_target.h"
 #include "util/status.h"
 #ifdef POCKET_WITH_OPENCL
@@ -11,9 +12,14 @@
 namespace pocket {
 
 std::string DescribeDevices() {
-  std::string out = StringPrintf("cpu         %s kernels, %u hardware threads (targets here: %s)\n",
-                                 cpu::KernelTargetName(), std::thread::hardware_concurrency(),
-                                 cpu::KernelTargetList(" ").c_str());
+  const cpu::CorePlan plan = cpu::ThisProcessCorePlan();
+  std::string order;
+  for (const int core : plan.order) order += (order.empty() ? "" : " ") + std::to_string(core);
+  std::string out = StringPrintf(
+      "cpu         %s kernels, %u hardware threads (targets here: %s)\n"
+      "            %zu compute threads by default; cores fastest first: %s\n",
+      cpu::KernelTargetName(), std::thread::hardware_concurrency(),
+      cpu::KernelTargetList(" ").c_str(), plan.default_threads, order.c_str());
 #ifdef POCKET_WITH_OPENCL
   out += opencl::DescribeDevices();
   if (!out.empty() && out.back() != '\n') out += '\n';

@@ -74,7 +74,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
                   options.backend.c_str(), available);
   }
   if (options.threads < 0) {
-    return Errorf(StatusCode::kInvalidArgument, "threads must be >= 0 (0 = all cores), got %d",
+    return Errorf(StatusCode::kInvalidArgument, "threads must be >= 0 (0 = one per fast core), got %d",
                   options.threads);
   }
   std::unique_ptr<Model> model(new Model());

@@ -28,7 +28,9 @@ namespace pocket {
 class OpenClModel;  // runtime/opencl_executor.h
 
 struct ModelOptions {
-  int threads = 0;  // compute threads; 0 = every hardware thread
+  // Compute threads; 0 = one per physical core of the CPU's fast group (the
+  // big cores of a phone, one thread per SMT core; backends/cpu/core_plan.h).
+  int threads = 0;
   // "cpu", or "opencl" in builds with the OpenCL backend (POCKET_OPENCL):
   // weights are uploaded to the device at load and sessions compute there.
   std::string backend = "cpu";
@@ -36,9 +38,10 @@ struct ModelOptions {
   // and bf16 attention where the CPU has it (fast, the default), or f32
   // (the reference-accurate path). See Executor.
   cpu::QuantMath quant_math = cpu::QuantMath::kInt8;
-  // Pin compute worker i to core i (Linux; elsewhere, or in a cpuset that
-  // forbids it, ignored). The calling thread is left where the OS puts it.
-  // On big.LITTLE phones core numbering decides which cluster that is.
+  // Pin compute worker i to the i-th core of the core plan: the fast
+  // group's cores fastest first, then the slow group's, then SMT siblings
+  // (Linux and Android; elsewhere ignored). The calling thread is left where
+  // the OS puts it, so the plan's first (fastest) core stays free for it.
   bool pin_threads = false;
   // Copy the weights out of the file mapping into anonymous memory backed
   // by transparent huge pages (util/huge_page_buffer.h), CPU backend only.

@@ -27,7 +27,8 @@ std::vector<std::string> SamplingValueFlags() {
 
 const char kModelFlagsHelp[] =
     "  -m, --model FILE      the .pocket model (required)\n"
-    "  -t, --threads N       compute threads (default: all cores)\n"
+    "  -t, --threads N       compute threads (default 0: one per physical core of\n"
+    "                        the fast cores, e.g. a phone's big cores)\n"
     "  --kv f16|bf16|q8|f32  KV cache element type (default bf16 where attention\n"
     "                        multiplies in bf16 (AVX512_BF16, ARM BF16), else\n"
     "                        f16; q8 holds about twice the tokens and multiplies\n"
@@ -41,8 +42,9 @@ const char kModelFlagsHelp[] =
     "                        (e.g. avx2_vnni, avx2, sse4, neon; 'pocket inspect\n"
     "                        --devices' lists them): what a CPU without the newer\n"
     "                        extensions gets\n"
-    "  --pin-threads         pin compute worker i to core i (Linux; the caller's\n"
-    "                        thread is not pinned)\n"
+    "  --pin-threads         pin compute worker i to the i-th core, fast cores\n"
+    "                        first (Linux, Android; the caller's thread is not\n"
+    "                        pinned)\n"
     "  --huge-pages          copy the weights into transparent huge pages at load\n"
     "                        (cpu backend): faster decode, slower load, no page\n"
     "                        cache sharing (docs/performance.md)\n"
@@ -75,7 +77,7 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
     return kExitUsage;
   }
   if (threads < 0 || threads > 1024) {
-    std::fprintf(stderr, "error: -t must be in [0, 1024] (0 = all cores), got %lld\n",
+    std::fprintf(stderr, "error: -t must be in [0, 1024] (0 = one per fast core), got %lld\n",
                  static_cast<long long>(threads));
     return kExitUsage;
   }

@@ -1,5 +1,7 @@
 #include "backends/cpu/thread_pool.h"
 
+#include "backends/cpu/core_plan.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -52,32 +54,33 @@ bool SpinUntil(const Pred& done) {
   }
 }
 
-void PinToCore(std::thread& thread, size_t core) {
+void PinToCpu(std::thread& thread, int cpu) {
 #if defined(__linux__)
-  const size_t cores = std::thread::hardware_concurrency();
-  if (cores == 0) return;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(core % cores, &set);
-  // Failure (a restricted cpuset) only loses the pinning, never correctness.
+  CPU_SET(cpu, &set);
+  // Failure (the cpuset changed since the plan) only loses the pinning,
+  // never correctness.
   (void)pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set);
 #else
   (void)thread;
-  (void)core;
+  (void)cpu;
 #endif
 }
 
 }  // namespace
 
 ThreadPool::ThreadPool(const ThreadPoolOptions& options) {
-  size_t n = options.num_threads;
-  if (n == 0) n = std::thread::hardware_concurrency();
-  num_threads_ = n == 0 ? 1 : n;
+  CorePlan plan;
+  if (options.num_threads == 0 || options.pin_threads) plan = ThisProcessCorePlan();
+  num_threads_ = options.num_threads != 0 ? options.num_threads : plan.default_threads;
   slots_ = std::vector<Slot>(num_threads_);
   workers_.reserve(num_threads_ - 1);
   for (size_t t = 1; t < num_threads_; ++t) {
     workers_.emplace_back([this, t] { WorkerLoop(t); });
-    if (options.pin_threads) PinToCore(workers_.back(), t);
+    if (options.pin_threads && !plan.order.empty()) {
+      PinToCpu(workers_.back(), plan.order[t % plan.order.size()]);
+    }
   }
 }
 

@@ -28,8 +28,13 @@
 namespace pocket::cpu {
 
 struct ThreadPoolOptions {
-  size_t num_threads = 0;    // total threads including the caller; 0 = all cores
-  bool pin_threads = false;  // pin worker i to core i (Linux only)
+  // Total threads including the caller; 0 = ThisProcessCorePlan()'s
+  // default, one per physical core of the fast group (core_plan.h).
+  size_t num_threads = 0;
+  // Pin worker i to the plan's i-th CPU (order[i % size]; Linux and
+  // Android only). The caller, thread 0, is left where the OS puts it, so
+  // the fastest core stays free for it.
+  bool pin_threads = false;
 };
 
 class ThreadPool {
