@@ -45,20 +45,22 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 # SVE and SVE2, and the NEON_DOTPROD int8 kernels (sdot) that run where the
 # CPU reports dotprod. Three emulated CPUs: Neoverse N1 (NEON with dotprod:
 # the tests run NEON_DOTPROD and NEON), Cortex-A72 (ARMv8.0, no dotprod: an
-# sdot reached there would fault) and QEMU's "max" (adds SVE, SVE2 and
-# BF16, so attention's BFDOT products run too). POCKET_TEST_CPU_HAS_DOTPROD
-# and POCKET_TEST_CPU_HAS_BF16 tell the tests what each one has.
+# sdot reached there would fault) and QEMU's "max" (adds SVE, SVE2, BF16
+# and I8MM, so attention's BFDOT products and prefill's SMMLA Linear run
+# too). POCKET_TEST_CPU_HAS_DOTPROD, POCKET_TEST_CPU_HAS_BF16 and
+# POCKET_TEST_CPU_HAS_I8MM tell the tests what each one has.
 dir=$build/base
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
   -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" --target pocket_cpu -j2
 make -C "$dir" backends_tests/fast -j2  # /fast: not the CLI the test target also lists
-# CPU:dotprod:bf16
-for cpu_has in neoverse-n1:1:0 cortex-a72:0:0 max:1:1; do
-  IFS=: read -r cpu dotprod bf16 <<<"$cpu_has"
+# CPU:dotprod:bf16:i8mm
+for cpu_has in neoverse-n1:1:0:0 cortex-a72:0:0:0 max:1:1:1; do
+  IFS=: read -r cpu dotprod bf16 i8mm <<<"$cpu_has"
   echo "--- backends_tests on qemu -cpu $cpu"
-  POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 QEMU_CPU=$cpu \
+  POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 \
+    POCKET_TEST_CPU_HAS_I8MM=$i8mm QEMU_CPU=$cpu \
     qemu-aarch64 -L /usr/aarch64-linux-gnu \
     -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
     --gtest_brief=1
@@ -66,7 +68,7 @@ done
 
 # The same with Clang (the Android NDK's compiler), whose arm_neon.h declares
 # the bf16 types only in files built for BF16 (attention_bf16_arm.cc), on
-# "max", where every Arm target, dotprod and BF16 run.
+# "max", where every Arm target, dotprod, BF16 and I8MM run.
 dir=$build/clang
 cat >"$build/clang.cmake" <<TOOLCHAIN
 include($PWD/cmake/aarch64-linux-gnu.cmake)
@@ -81,7 +83,7 @@ cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$build/clang.cmake" \
 cmake --build "$dir" --target pocket_cpu -j2
 make -C "$dir" backends_tests/fast -j2
 echo "--- backends_tests (Clang build) on qemu -cpu max"
-POCKET_TEST_CPU_HAS_DOTPROD=1 POCKET_TEST_CPU_HAS_BF16=1 QEMU_CPU=max \
+POCKET_TEST_CPU_HAS_DOTPROD=1 POCKET_TEST_CPU_HAS_BF16=1 POCKET_TEST_CPU_HAS_I8MM=1 QEMU_CPU=max \
   qemu-aarch64 -L /usr/aarch64-linux-gnu \
   -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
   --gtest_brief=1

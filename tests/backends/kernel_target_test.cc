@@ -113,5 +113,36 @@ TEST_F(KernelTargetTest, Int8ExtensionIsListedWhereTheCpuHasIt) {
   EXPECT_TRUE(Int8ExtensionChosen());
 }
 
+// Arm's I8MM prefill kernels are chosen exactly where the build has them,
+// the CPU has I8MM (POCKET_TEST_CPU_HAS_I8MM from tools/ci-aarch64.sh; x86
+// never) and the target is an Arm one with int8 dot products; holding the
+// kernels to NEON_DOTPROD or NEON (cores without I8MM) leaves them out. The
+// Linear tests pass without them too, so a detection that missed I8MM
+// would go unseen there.
+TEST_F(KernelTargetTest, ArmI8mmIsChosenWhereTheBuildTheCpuAndTheTargetHaveIt) {
+#if HWY_ARCH_ARM_A64 && POCKET_ARM_I8MM_KERNELS
+  const bool built = true;
+#else
+  const bool built = false;
+#endif
+  const std::optional<bool> cpu = testing::CpuHasFeature("i8mm", "POCKET_TEST_CPU_HAS_I8MM");
+  if (!built || cpu.has_value()) EXPECT_EQ(ArmI8mmAvailable(), built && *cpu);
+  const auto takes_i8mm = [](const std::string& name) {
+    return name == "NEON_DOTPROD" || name == "SVE" || name == "SVE2" || name == "SVE_256" ||
+           name == "SVE2_128";
+  };
+  const bool available = ArmI8mmAvailable();
+  EXPECT_EQ(ArmI8mmChosen(), available && takes_i8mm(KernelTargetName()));
+  for (const std::string& name : KernelTargets()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(RestrictKernelTargets(name));
+    EXPECT_EQ(ArmI8mmChosen(), available && takes_i8mm(name) && name != "NEON_DOTPROD");
+    LiftKernelTargetRestriction();
+  }
+  AllowArmI8mm(false);
+  EXPECT_FALSE(ArmI8mmChosen());
+  AllowArmI8mm(true);
+}
+
 }  // namespace
 }  // namespace pocket::cpu

@@ -57,6 +57,8 @@ inline std::optional<bool> CpuHasFeature(const char* flag, const char* env) {
 // dispatch forced to that target; checks dispatch really switched. Where the
 // CPU has this build's int8 extension (kernel_target.h), its base target
 // runs twice: as the extension (NEON_DOTPROD, AVX2_VNNI), then without it.
+// Where a target would use Arm's I8MM kernels, it runs with them, then
+// without.
 template <typename Body>
 void ForEachTarget(const Body& body) {
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
@@ -70,7 +72,15 @@ void ForEachTarget(const Body& body) {
       const char* name = both && extended ? Int8ExtensionName() : hwy::TargetName(target);
       SCOPED_TRACE(name);
       EXPECT_STREQ(KernelTargetName(), name);
+      AllowArmI8mm(true);
+      const bool i8mm = ArmI8mmChosen();
       body();
+      if (i8mm) {
+        SCOPED_TRACE("without I8MM");
+        AllowArmI8mm(false);
+        body();
+        AllowArmI8mm(true);
+      }
     }
   }
   AllowInt8Extension(true);

@@ -48,6 +48,8 @@ TEST(BenchCli, ReportsTheRunShapeWithoutARoofline) {
   ExpectOrderedStats(j["decode_tok_s"], "decode_tok_s");
   EXPECT_FALSE(j.contains("roofline"));
   EXPECT_FALSE(j.contains("op_times"));
+  // kernel_target_test.cc checks the detection itself.
+  EXPECT_EQ(j["prefill_i8mm"], cpu::ArmI8mmChosen());
 }
 
 TEST(BenchCli, DecodeFractionIsTheMedianOfPairedRuns) {

@@ -332,6 +332,8 @@ int CmdBench(int argc, char** argv) {
   const char* attention = products == cpu::AttentionMath::kBf16   ? "bf16"
                           : products == cpu::AttentionMath::kInt8 ? "int8"
                                                                   : "f32";
+  // Prompts' q4/q8 Linears with Arm's SMMLA (kernel_target.h).
+  const bool prefill_i8mm = math == "int8" && cpu::ArmI8mmChosen();
   if (args.Has("--json")) {
     Json out = Json::object();
     out["model"] = args.Get("-m");
@@ -348,6 +350,7 @@ int CmdBench(int argc, char** argv) {
     out["peak_rss_mib"] = rss;
     out["quant_math"] = math;
     out["attention_math"] = attention;
+    out["prefill_i8mm"] = prefill_i8mm;
     out["cpu_target"] = cpu::KernelTargetName();
     out["rss_increase_mib"] = rss_increase;
     out["cpu_s_per_inference"] = cpu_s_per_inference;
@@ -384,8 +387,10 @@ int CmdBench(int argc, char** argv) {
                 static_cast<long long>(n_gen), decode.median, decode.min, decode.max);
     std::printf("kv cache   %.2f MiB\n", kv_mib);
     std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
-    std::printf("math       %s activations for q4/q8 weights, %s attention products, %s kernels\n",
-                math.c_str(), attention, cpu::KernelTargetName());
+    std::printf(
+        "math       %s activations for q4/q8 weights%s, %s attention products, %s kernels\n",
+        math.c_str(), prefill_i8mm ? " (prompts by I8MM's SMMLA)" : "", attention,
+        cpu::KernelTargetName());
     std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
                 weight_gb * 1e3, decode_gmac_s);
     std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);

@@ -19,10 +19,6 @@
 #include <hwy/base.h>
 #if HWY_ARCH_X86 && defined(__GNUC__)
 #include <cpuid.h>
-#elif HWY_ARCH_ARM_A64 && defined(__linux__)
-#include <sys/auxv.h>
-#elif HWY_ARCH_ARM_A64 && defined(__APPLE__)
-#include <sys/sysctl.h>
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -255,13 +251,8 @@ bool CpuHasBf16Dot() {
 #if HWY_ARCH_X86 && defined(__GNUC__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax >> 5 & 1) != 0;
-#elif HWY_ARCH_ARM_A64 && defined(__linux__)  // Android too
-  constexpr unsigned long kHwcap2Bf16 = 1UL << 14;  // HWCAP2_BF16, arm64 Linux ABI
-  return (getauxval(AT_HWCAP2) & kHwcap2Bf16) != 0;
-#elif HWY_ARCH_ARM_A64 && defined(__APPLE__)  // M2 and later
-  int value = 0;
-  size_t size = sizeof(value);
-  return sysctlbyname("hw.optional.arm.FEAT_BF16", &value, &size, nullptr, 0) == 0 && value != 0;
+#elif HWY_ARCH_ARM_A64  // HWCAP2_BF16, arm64 Linux ABI; Apple M2 and later
+  return ArmCpuReports(2, 14, "hw.optional.arm.FEAT_BF16");
 #else
   return false;
 #endif

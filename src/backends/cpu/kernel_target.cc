@@ -4,9 +4,11 @@
 #include <cctype>
 #include <cstdint>
 
-#if POCKET_NEON_DOTPROD_KERNELS && defined(__linux__)
+#include <hwy/base.h>  // HWY_ARCH_*
+
+#if HWY_ARCH_ARM_A64 && defined(__linux__)
 #include <sys/auxv.h>
-#elif POCKET_NEON_DOTPROD_KERNELS && defined(__APPLE__)
+#elif HWY_ARCH_ARM_A64 && defined(__APPLE__)
 #include <sys/sysctl.h>
 #elif POCKET_AVX2_VNNI_KERNELS
 #include <cpuid.h>
@@ -45,22 +47,26 @@ constexpr int64_t kExtensionBase = 0;
 #endif
 
 std::atomic<bool> extension_allowed{true};
+std::atomic<bool> i8mm_allowed{true};
 
 bool Allowed() { return extension_allowed.load(std::memory_order_relaxed); }
 
 bool CpuHasExtension() {
-#if POCKET_NEON_DOTPROD_KERNELS && defined(__linux__)  // Android too
-  constexpr unsigned long kHwcapAsimdDp = 1UL << 20;   // HWCAP_ASIMDDP, arm64 Linux ABI
-  return (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
-#elif POCKET_NEON_DOTPROD_KERNELS && defined(__APPLE__)
-  int value = 0;
-  size_t size = sizeof(value);
-  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
+#if POCKET_NEON_DOTPROD_KERNELS  // HWCAP_ASIMDDP, arm64 Linux ABI
+  return ArmCpuReports(1, 20, "hw.optional.arm.FEAT_DotProd");
 #elif POCKET_AVX2_VNNI_KERNELS
   // CPUID leaf 7 subleaf 1, EAX bit 4: AVX-VNNI. The OS saves the ymm
   // registers wherever Highway chose AVX2, the only target it extends.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+#else
+  return false;
+#endif
+}
+
+bool CpuHasI8mm() {
+#if POCKET_ARM_I8MM_KERNELS  // HWCAP2_I8MM, arm64 Linux ABI
+  return ArmCpuReports(2, 13, "hw.optional.arm.FEAT_I8MM");
 #else
   return false;
 #endif
@@ -79,6 +85,25 @@ bool SameName(const std::string& a, const char* b) {
 
 }  // namespace
 
+bool ArmCpuReports(int hwcap_word, int hwcap_bit, const char* apple_name) {
+#if HWY_ARCH_ARM_A64 && defined(__linux__)  // Android too
+  const unsigned long word = getauxval(hwcap_word == 2 ? AT_HWCAP2 : AT_HWCAP);
+  (void)apple_name;
+  return (word >> hwcap_bit & 1) != 0;
+#elif HWY_ARCH_ARM_A64 && defined(__APPLE__)
+  (void)hwcap_word;
+  (void)hwcap_bit;
+  int value = 0;
+  size_t size = sizeof(value);
+  return sysctlbyname(apple_name, &value, &size, nullptr, 0) == 0 && value != 0;
+#else
+  (void)hwcap_word;
+  (void)hwcap_bit;
+  (void)apple_name;
+  return false;
+#endif
+}
+
 const char* Int8ExtensionName() { return kExtension; }
 int64_t Int8ExtensionBase() { return kExtensionBase; }
 
@@ -93,6 +118,20 @@ bool Int8ExtensionChosen() {
 }
 
 void AllowInt8Extension(bool allow) { extension_allowed.store(allow, std::memory_order_relaxed); }
+
+bool ArmI8mmAvailable() {
+  static const bool available = CpuHasI8mm();
+  return available;
+}
+
+bool ArmI8mmChosen() {
+  if (!ArmI8mmAvailable() || !i8mm_allowed.load(std::memory_order_relaxed)) return false;
+  const int64_t target = HWY_DYNAMIC_DISPATCH(Target)();
+  return (target == HWY_NEON && Int8ExtensionChosen()) || target == HWY_SVE || target == HWY_SVE2 ||
+         target == HWY_SVE_256 || target == HWY_SVE2_128;
+}
+
+void AllowArmI8mm(bool allow) { i8mm_allowed.store(allow, std::memory_order_relaxed); }
 
 const char* KernelTargetName() {
   return Int8ExtensionChosen() ? kExtension : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
@@ -124,6 +163,7 @@ bool RestrictKernelTargets(const std::string& name) {
     hwy::DisableTargets(target - 1);
     // The base target's own name means without the extension.
     if (target == kExtensionBase) AllowInt8Extension(extended);
+    AllowArmI8mm(target != HWY_NEON);
     return true;
   }
   return false;
@@ -132,6 +172,7 @@ bool RestrictKernelTargets(const std::string& name) {
 void LiftKernelTargetRestriction() {
   hwy::DisableTargets(0);
   AllowInt8Extension(true);
+  AllowArmI8mm(true);
 }
 
 }  // namespace pocket::cpu

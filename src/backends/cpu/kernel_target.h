@@ -48,4 +48,21 @@ bool Int8ExtensionChosen();
 // Lets the base target's dispatch use them (the default) or not; tests run both.
 void AllowInt8Extension(bool allow);
 
+// Arm's int8 matrix multiply (Armv8.6 FEAT_I8MM: SMMLA), which the prompt's
+// rows16 Linears use (linear_i8mm_arm.cc) on every Arm target with int8 dot
+// products, NEON_DOTPROD and the SVE ones; target names do not change.
+// Available: the build has those kernels and the CPU reports I8MM. Chosen:
+// also the dispatched target is one of those and they are allowed (the
+// default; RestrictKernelTargets to NEON or NEON_DOTPROD, the targets of
+// cores without I8MM, disallows them). Tests run both.
+bool ArmI8mmAvailable();
+bool ArmI8mmChosen();
+void AllowArmI8mm(bool allow);
+
+// Whether a 64-bit Arm CPU reports a feature that Highway's targets do not
+// check: on Linux and Android bit `hwcap_bit` of the auxiliary vector's
+// AT_HWCAP (hwcap_word 1) or AT_HWCAP2 (2), on Apple platforms the sysctl
+// `apple_name`. False elsewhere.
+bool ArmCpuReports(int hwcap_word, int hwcap_bit, const char* apple_name);
+
 }  // namespace pocket::cpu

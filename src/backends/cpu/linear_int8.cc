@@ -70,6 +70,15 @@ decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16PrefillQ8) Rows16PrefillQ8;
 }  // namespace POCKET_INT8_EXTENSION_NS
 #endif
 
+// linear_i8mm_arm.cc's prefill kernels (SMMLA) for Arm CPUs with I8MM,
+// declared with the types of the NEON target's.
+#if POCKET_ARM_I8MM_KERNELS
+namespace N_NEON_I8MM {
+decltype(N_NEON::Rows16PrefillInt8) Rows16PrefillI8mm;
+decltype(N_NEON::Rows16PrefillQ8) Rows16PrefillQ8I8mm;
+}  // namespace N_NEON_I8MM
+#endif
+
 namespace {
 
 // The dot-product kernels of the target the CPU kernels dispatch to now.
@@ -83,16 +92,24 @@ struct Int8Kernels {
 };
 
 Int8Kernels ChosenKernels() {
+  Int8Kernels kernels = {
+      &HWY_DYNAMIC_DISPATCH(DecodeRowsInt8),   &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
+      &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8), &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8),
+      &HWY_DYNAMIC_DISPATCH(Rows16DecodeQ8),   &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8)};
 #ifdef POCKET_INT8_EXTENSION_NS
   if (Int8ExtensionChosen()) {
     namespace ext = POCKET_INT8_EXTENSION_NS;
-    return {&ext::DecodeRowsInt8,    &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
-            &ext::Rows16PrefillInt8, &ext::Rows16DecodeQ8,  &ext::Rows16PrefillQ8};
+    kernels = {&ext::DecodeRowsInt8,    &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
+               &ext::Rows16PrefillInt8, &ext::Rows16DecodeQ8,  &ext::Rows16PrefillQ8};
   }
 #endif
-  return {&HWY_DYNAMIC_DISPATCH(DecodeRowsInt8),   &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
-          &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8), &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8),
-          &HWY_DYNAMIC_DISPATCH(Rows16DecodeQ8),   &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8)};
+#if POCKET_ARM_I8MM_KERNELS
+  if (ArmI8mmChosen()) {
+    kernels.rows16_prefill = &N_NEON_I8MM::Rows16PrefillI8mm;
+    kernels.rows16_prefill_q8 = &N_NEON_I8MM::Rows16PrefillQ8I8mm;
+  }
+#endif
+  return kernels;
 }
 
 // Thread ranges are multiples of the kernels' 4-row blocks (planar) or of
