@@ -5,7 +5,9 @@
 // (from cache and from DRAM) and prefill attention, greedy sampling's argmax
 // over a vocabulary, and the cost of one empty ParallelFor (decode issues
 // ~140 per token). --cpu-target=NAME (e.g. avx2, sse4) runs every kernel for
-// that older target, as `pocket --cpu-target` does.
+// that older target, as `pocket --cpu-target` does. --no-i8mm runs the
+// prefill cases without Arm's SMMLA on a CPU with I8MM (the sdot GEMM of the
+// same target: the A/B on a phone whose best target is an SVE one).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -262,12 +264,18 @@ BENCHMARK(ParallelForBusy)->ArgNames({"work_ns"})->Arg(1000)->Arg(4000)->UseReal
 }  // namespace
 }  // namespace pocket::cpu
 
-// Google Benchmark's main, after taking --cpu-target=NAME out of the flags.
+// Google Benchmark's main, after taking --cpu-target=NAME and --no-i8mm out
+// of the flags.
 int main(int argc, char** argv) {
   std::vector<char*> args;
+  bool i8mm = true;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     const std::string flag = "--cpu-target=";
+    if (arg == "--no-i8mm") {
+      i8mm = false;
+      continue;
+    }
     if (arg.rfind(flag, 0) != 0) {
       args.push_back(argv[i]);
       continue;
@@ -278,6 +286,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!i8mm) pocket::cpu::AllowArmI8mm(false);
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
