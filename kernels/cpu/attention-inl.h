@@ -343,6 +343,26 @@ HWY_INLINE void AccumulateV(D d, const float* const* w, const float* HWY_RESTRIC
   const float* HWY_RESTRICT w0 = w[0];
   const float* HWY_RESTRICT w1 = w[kRows - 1];
   size_t c = 0;
+  if constexpr (kRows == 1) {
+    // One row (a group's odd one) spans 8 vectors, so that 8 independent
+    // multiply-adds cover the latency as two rows' 8 do (4 chains alone ran
+    // at half the rate: FMA's latency is 4 cycles, its throughput 2 a cycle).
+    for (; c + 8 * N <= head_dim; c += 8 * N) {
+      auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+      Load4(d, out[0] + c, a0, a1, a2, a3);
+      Load4(d, out[0] + c + 4 * N, a4, a5, a6, a7);
+      for (size_t p = 0; p < count; ++p) {
+        const auto wp = hn::Set(d, w0[p]);
+        const float* HWY_RESTRICT v = vb + p * head_dim + c;
+        MulAdd4(wp, hn::LoadU(d, v), hn::LoadU(d, v + N), hn::LoadU(d, v + 2 * N),
+                hn::LoadU(d, v + 3 * N), a0, a1, a2, a3);
+        MulAdd4(wp, hn::LoadU(d, v + 4 * N), hn::LoadU(d, v + 5 * N), hn::LoadU(d, v + 6 * N),
+                hn::LoadU(d, v + 7 * N), a4, a5, a6, a7);
+      }
+      Store4(d, a0, a1, a2, a3, out[0] + c);
+      Store4(d, a4, a5, a6, a7, out[0] + c + 4 * N);
+    }
+  }
   for (; c + 4 * N <= head_dim; c += 4 * N) {
     auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     Load4(d, out[0] + c, a0, a1, a2, a3);
@@ -387,6 +407,21 @@ HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RE
   const float* HWY_RESTRICT q0 = q[0];
   const float* HWY_RESTRICT q1 = q[kRows - 1];
   size_t p = 0;
+  if constexpr (kRows == 1) {  // 8 vectors of positions: AccumulateV's reason
+    for (; p + 8 * N <= padded; p += 8 * N) {
+      auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+      for (size_t c = 0; c < head_dim; ++c) {
+        const auto qc = hn::Set(d, q0[c]);
+        const float* HWY_RESTRICT k = kt + c * kScoreBlock + p;
+        MulAdd4(qc, hn::LoadU(d, k), hn::LoadU(d, k + N), hn::LoadU(d, k + 2 * N),
+                hn::LoadU(d, k + 3 * N), a0, a1, a2, a3);
+        MulAdd4(qc, hn::LoadU(d, k + 4 * N), hn::LoadU(d, k + 5 * N), hn::LoadU(d, k + 6 * N),
+                hn::LoadU(d, k + 7 * N), a4, a5, a6, a7);
+      }
+      Store4(d, a0, a1, a2, a3, scores[0] + p);
+      Store4(d, a4, a5, a6, a7, scores[0] + p + 4 * N);
+    }
+  }
   for (; p + 4 * N <= padded; p += 4 * N) {
     auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     for (size_t c = 0; c < head_dim; ++c) {
