@@ -323,6 +323,18 @@ HWY_INLINE void LoadShared4(D d, const float* HWY_RESTRICT p, V& a0, V& a1, V& a
   a3 = InRegister(a3);
 }
 
+// a[i] += w * p[i N .. (i + 1) N) for the 8 vectors from p: one row's
+// 8 independent chains where a pair of rows has 2 x 4.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void MulAddLoad8(D d, V w, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& a3,
+                            V& a4, V& a5, V& a6, V& a7) {
+  const size_t N = hn::Lanes(d);
+  MulAdd4(w, hn::LoadU(d, p), hn::LoadU(d, p + N), hn::LoadU(d, p + 2 * N), hn::LoadU(d, p + 3 * N),
+          a0, a1, a2, a3);
+  MulAdd4(w, hn::LoadU(d, p + 4 * N), hn::LoadU(d, p + 5 * N), hn::LoadU(d, p + 6 * N),
+          hn::LoadU(d, p + 7 * N), a4, a5, a6, a7);
+}
+
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE void Store4(D d, V a0, V a1, V a2, V a3, float* HWY_RESTRICT p) {
   const size_t N = hn::Lanes(d);
@@ -352,12 +364,7 @@ HWY_INLINE void AccumulateV(D d, const float* const* w, const float* HWY_RESTRIC
       Load4(d, out[0] + c, a0, a1, a2, a3);
       Load4(d, out[0] + c + 4 * N, a4, a5, a6, a7);
       for (size_t p = 0; p < count; ++p) {
-        const auto wp = hn::Set(d, w0[p]);
-        const float* HWY_RESTRICT v = vb + p * head_dim + c;
-        MulAdd4(wp, hn::LoadU(d, v), hn::LoadU(d, v + N), hn::LoadU(d, v + 2 * N),
-                hn::LoadU(d, v + 3 * N), a0, a1, a2, a3);
-        MulAdd4(wp, hn::LoadU(d, v + 4 * N), hn::LoadU(d, v + 5 * N), hn::LoadU(d, v + 6 * N),
-                hn::LoadU(d, v + 7 * N), a4, a5, a6, a7);
+        MulAddLoad8(d, hn::Set(d, w0[p]), vb + p * head_dim + c, a0, a1, a2, a3, a4, a5, a6, a7);
       }
       Store4(d, a0, a1, a2, a3, out[0] + c);
       Store4(d, a4, a5, a6, a7, out[0] + c + 4 * N);
@@ -411,12 +418,7 @@ HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RE
     for (; p + 8 * N <= padded; p += 8 * N) {
       auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
       for (size_t c = 0; c < head_dim; ++c) {
-        const auto qc = hn::Set(d, q0[c]);
-        const float* HWY_RESTRICT k = kt + c * kScoreBlock + p;
-        MulAdd4(qc, hn::LoadU(d, k), hn::LoadU(d, k + N), hn::LoadU(d, k + 2 * N),
-                hn::LoadU(d, k + 3 * N), a0, a1, a2, a3);
-        MulAdd4(qc, hn::LoadU(d, k + 4 * N), hn::LoadU(d, k + 5 * N), hn::LoadU(d, k + 6 * N),
-                hn::LoadU(d, k + 7 * N), a4, a5, a6, a7);
+        MulAddLoad8(d, hn::Set(d, q0[c]), kt + c * kScoreBlock + p, a0, a1, a2, a3, a4, a5, a6, a7);
       }
       Store4(d, a0, a1, a2, a3, scores[0] + p);
       Store4(d, a4, a5, a6, a7, scores[0] + p + 4 * N);

@@ -5,15 +5,15 @@
 #include "backends/cpu/core_plan.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
 
 #ifdef __linux__
 #include <sched.h>
@@ -26,13 +26,7 @@ namespace {
 // to cpuN/, e.g. "cpu_capacity"); CPUs with no entry get no directory.
 class FakeSysfs {
  public:
-  FakeSysfs() {
-    std::string templ = ::testing::TempDir() + "/core_plan_XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    EXPECT_NE(::mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
-  }
+  FakeSysfs() : root_(pocket::testing::MakeTempDir("core_plan")) {}
   ~FakeSysfs() { std::system(("rm -rf '" + root_ + "'").c_str()); }
 
   void Set(int cpu, const std::string& file, const std::string& text) {

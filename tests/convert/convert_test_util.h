@@ -18,6 +18,7 @@
 
 #include "format/reader.h"
 #include "quant/quantize.h"
+#include "testing/temp_dir.h"
 
 namespace pocket::testing_util {
 
@@ -25,16 +26,7 @@ inline std::string DataPath(const std::string& rel) {
   return std::string(POCKET_TEST_DATA) + "/" + rel;
 }
 
-// A fresh directory under the build tree.
-inline std::string MakeTempDir(const std::string& tag) {
-  const std::string root = std::string(POCKET_BINARY_DIR) + "/convert_test_tmp";
-  ::mkdir(root.c_str(), 0755);
-  std::string templ = root + "/" + tag + std::string(6, 'X');  // mkdtemp pattern
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  EXPECT_NE(::mkdtemp(buf.data()), nullptr);
-  return std::string(buf.data());
-}
+using testing::MakeTempDir;  // testing/temp_dir.h
 
 inline bool IsRegularFileForTest(const std::string& path) {
   struct stat st;

@@ -127,7 +127,8 @@ bool ArmI8mmAvailable() {
 bool ArmI8mmChosen() {
   if (!ArmI8mmAvailable() || !i8mm_allowed.load(std::memory_order_relaxed)) return false;
   const int64_t target = HWY_DYNAMIC_DISPATCH(Target)();
-  return (target == HWY_NEON && Int8ExtensionChosen()) || target == HWY_SVE || target == HWY_SVE2 ||
+  // NEON_DOTPROD (on Arm the extension is dotprod), or an SVE target.
+  return Int8ExtensionChosen() || target == HWY_SVE || target == HWY_SVE2 ||
          target == HWY_SVE_256 || target == HWY_SVE2_128;
 }
 
