@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include <hwy/contrib/math/math-inl.h>
@@ -37,6 +38,16 @@ namespace pocket::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kScoreBlock = 64;
+
+// Whether this target widens f16 to f32 in hardware (F16C on AVX2 and
+// later, Arm's FCVTL and SVE's FCVT), so that a load can convert as it goes.
+#undef POCKET_F16_IN_LOADS
+#if HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_EMU128 || \
+    HWY_TARGET == HWY_SCALAR || HWY_ARCH_ARM_V7
+#define POCKET_F16_IN_LOADS 0
+#else
+#define POCKET_F16_IN_LOADS 1
+#endif
 
 // Lanes of the vector at s + i that lie before `count`, as a mask.
 template <class D>
@@ -287,173 +298,177 @@ HWY_INLINE void MulRow(D d, float* HWY_RESTRICT x, const float* HWY_RESTRICT s, 
 }
 
 // Calls f(std::integral_constant<size_t, m>()) for m in [1, kMax]; nothing
-// for 0. A Block's products are templates on the number of query rows that
-// share each loaded K and V vector.
+// for 0. The products are templates on the number of query rows that share
+// each loaded K and V vector, and on the vectors each row covers per step.
 template <size_t kMax, class F>
-HWY_INLINE void WithRowCount(size_t m, const F& f) {
+HWY_INLINE void WithCount(size_t m, const F& f) {
   if (m == kMax) return f(std::integral_constant<size_t, kMax>());
-  if constexpr (kMax > 1) WithRowCount<kMax - 1>(m, f);
+  if constexpr (kMax > 1) WithCount<kMax - 1>(m, f);
 }
 
-// a_i += w * v_i for i < 4: one row's share of a step.
-template <class V>
-HWY_INLINE void MulAdd4(V w, V v0, V v1, V v2, V v3, V& a0, V& a1, V& a2, V& a3) {
-  a0 = hn::MulAdd(w, v0, a0);
-  a1 = hn::MulAdd(w, v1, a1);
-  a2 = hn::MulAdd(w, v2, a2);
-  a3 = hn::MulAdd(w, v3, a3);
+// How many vectors of positions (q . k) or of channels (weighted V) each of
+// kRows rows covers per step. The kRows x kStepVecs accumulators are at most
+// 8, so they, the loaded vectors and a broadcast fit AVX2's 16 registers,
+// and at least 5: FMA's latency is 4 cycles and its throughput 2 a cycle, so
+// fewer independent chains would wait on it (one row's 4 chains ran at half
+// the rate).
+template <size_t kRows>
+constexpr size_t kStepVecs = kRows == 1   ? 8
+                             : kRows == 2 ? 4
+                             : kRows <= 4 ? 2
+                                          : 1;
+
+// v_i, for a compile-time i < 8. (Highway's SVE vectors are sizeless: no
+// arrays of them, so a step's vectors and sums are named.)
+template <size_t i, class V>
+HWY_INLINE V Pick(V v0, V v1, V v2, V v3, V v4, V v5, V v6, V v7) {
+  if constexpr (i == 0) return v0;
+  if constexpr (i == 1) return v1;
+  if constexpr (i == 2) return v2;
+  if constexpr (i == 3) return v3;
+  if constexpr (i == 4) return v4;
+  if constexpr (i == 5) return v5;
+  if constexpr (i == 6) return v6;
+  if constexpr (i == 7) return v7;
 }
 
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE void Load4(D d, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& a3) {
+// f(std::integral_constant<size_t, i>(), a_i) for i < n (n <= 8).
+template <size_t n, class F, class V>
+HWY_INLINE void ForEachSum(const F& f, V& a0, V& a1, V& a2, V& a3, V& a4, V& a5, V& a6, V& a7) {
+  if constexpr (n > 0) f(std::integral_constant<size_t, 0>(), a0);
+  if constexpr (n > 1) f(std::integral_constant<size_t, 1>(), a1);
+  if constexpr (n > 2) f(std::integral_constant<size_t, 2>(), a2);
+  if constexpr (n > 3) f(std::integral_constant<size_t, 3>(), a3);
+  if constexpr (n > 4) f(std::integral_constant<size_t, 4>(), a4);
+  if constexpr (n > 5) f(std::integral_constant<size_t, 5>(), a5);
+  if constexpr (n > 6) f(std::integral_constant<size_t, 6>(), a6);
+  if constexpr (n > 7) f(std::integral_constant<size_t, 7>(), a7);
+}
+
+// One step of kRows rows by kVecs vectors (kRows kVecs <= 8): sum
+// a_(r kVecs + v) += x[r][j] * y[v N .. (v + 1) N), y widened to f32, so
+// each loaded vector serves every row and each row's broadcast every vector.
+template <size_t kRows, size_t kVecs, class D, typename T, class V = hn::Vec<D>>
+HWY_INLINE void RowsStep(D d, const float* const* x, size_t j, const T* HWY_RESTRICT y, V& a0,
+                         V& a1, V& a2, V& a3, V& a4, V& a5, V& a6, V& a7) {
+  static_assert(kRows * kVecs <= 8, "at most 8 sums");
   const size_t N = hn::Lanes(d);
-  a0 = hn::LoadU(d, p);
-  a1 = hn::LoadU(d, p + N);
-  a2 = hn::LoadU(d, p + 2 * N);
-  a3 = hn::LoadU(d, p + 3 * N);
-}
-
-// Load4 for vectors that feed several rows' multiply-adds: kept in registers.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE void LoadShared4(D d, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& a3) {
-  Load4(d, p, a0, a1, a2, a3);
-  a0 = InRegister(a0);
-  a1 = InRegister(a1);
-  a2 = InRegister(a2);
-  a3 = InRegister(a3);
-}
-
-// a[i] += w * p[i N .. (i + 1) N) for the 8 vectors from p: one row's
-// 8 independent chains where a pair of rows has 2 x 4.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE void MulAddLoad8(D d, V w, const float* HWY_RESTRICT p, V& a0, V& a1, V& a2, V& a3,
-                            V& a4, V& a5, V& a6, V& a7) {
-  const size_t N = hn::Lanes(d);
-  MulAdd4(w, hn::LoadU(d, p), hn::LoadU(d, p + N), hn::LoadU(d, p + 2 * N), hn::LoadU(d, p + 3 * N),
-          a0, a1, a2, a3);
-  MulAdd4(w, hn::LoadU(d, p + 4 * N), hn::LoadU(d, p + 5 * N), hn::LoadU(d, p + 6 * N),
-          hn::LoadU(d, p + 7 * N), a4, a5, a6, a7);
-}
-
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE void Store4(D d, V a0, V a1, V a2, V a3, float* HWY_RESTRICT p) {
-  const size_t N = hn::Lanes(d);
-  hn::StoreU(a0, d, p);
-  hn::StoreU(a1, d, p + N);
-  hn::StoreU(a2, d, p + 2 * N);
-  hn::StoreU(a3, d, p + 3 * N);
-}
-
-// out[r][head_dim] += sum_p w[r][p] * vb[p, :] for p < count and kRows (1 or
-// 2) rows, in chunks of 4 vectors per row held in registers across the
-// positions: each loaded V vector serves every row.
-template <size_t kRows, class D>
-HWY_INLINE void AccumulateV(D d, const float* const* w, const float* HWY_RESTRICT vb, size_t count,
-                            size_t head_dim, float* const* out) {
-  static_assert(kRows == 1 || kRows == 2, "one or two rows");
-  const size_t N = hn::Lanes(d);
-  const float* HWY_RESTRICT w0 = w[0];
-  const float* HWY_RESTRICT w1 = w[kRows - 1];
-  size_t c = 0;
-  if constexpr (kRows == 1) {
-    // One row (a group's odd one) spans 8 vectors, so that 8 independent
-    // multiply-adds cover the latency as two rows' 8 do (4 chains alone ran
-    // at half the rate: FMA's latency is 4 cycles, its throughput 2 a cycle).
-    for (; c + 8 * N <= head_dim; c += 8 * N) {
-      auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-      Load4(d, out[0] + c, a0, a1, a2, a3);
-      Load4(d, out[0] + c + 4 * N, a4, a5, a6, a7);
-      for (size_t p = 0; p < count; ++p) {
-        MulAddLoad8(d, hn::Set(d, w0[p]), vb + p * head_dim + c, a0, a1, a2, a3, a4, a5, a6, a7);
-      }
-      Store4(d, a0, a1, a2, a3, out[0] + c);
-      Store4(d, a4, a5, a6, a7, out[0] + c + 4 * N);
+  // A vector shared by rows stays in a register; one row's fold into its
+  // multiply-adds.
+  const auto load = [&](auto v) -> V {
+    if constexpr (decltype(v)::value >= kVecs) {
+      return hn::Zero(d);
+    } else {
+      const V y_v = LoadF32(d, y + decltype(v)::value * N);
+      return kRows > 1 ? InRegister(y_v) : y_v;
     }
+  };
+  const V y0 = load(std::integral_constant<size_t, 0>());
+  const V y1 = load(std::integral_constant<size_t, 1>());
+  const V y2 = load(std::integral_constant<size_t, 2>());
+  const V y3 = load(std::integral_constant<size_t, 3>());
+  const V y4 = load(std::integral_constant<size_t, 4>());
+  const V y5 = load(std::integral_constant<size_t, 5>());
+  const V y6 = load(std::integral_constant<size_t, 6>());
+  const V y7 = load(std::integral_constant<size_t, 7>());
+  ForEachSum<kRows * kVecs>(
+      [&](auto i, V& a) {
+        constexpr size_t kI = decltype(i)::value;
+        a = hn::MulAdd(hn::Set(d, x[kI / kVecs][j]),
+                       Pick<kI % kVecs>(y0, y1, y2, y3, y4, y5, y6, y7), a);
+      },
+      a0, a1, a2, a3, a4, a5, a6, a7);
+}
+
+// The paced prefetch of a Block read in place: each step asks for the
+// lines at its place in the next block (same layout), those that start in
+// bytes [begin, end) of each of the next block's runs, `stride` bytes apart.
+struct PacedLines {
+  const uint8_t* next = nullptr;
+  size_t stride = 0;
+  size_t begin = 0;
+  size_t end = 0;
+
+  // For a step over elements [at, at + count) of each run of type T, runs
+  // `stride` elements apart; none where next is null.
+  template <typename T>
+  static PacedLines For(const T* next, size_t stride, size_t at, size_t count) {
+    if (next == nullptr) return {};
+    return {reinterpret_cast<const uint8_t*>(next), stride * sizeof(T),
+            (at * sizeof(T) + 63) / 64 * 64, (at + count) * sizeof(T)};
   }
-  for (; c + 4 * N <= head_dim; c += 4 * N) {
-    auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    Load4(d, out[0] + c, a0, a1, a2, a3);
-    if constexpr (kRows == 2) Load4(d, out[1] + c, b0, b1, b2, b3);
-    for (size_t p = 0; p < count; ++p) {
-      auto v0 = hn::Zero(d), v1 = v0, v2 = v0, v3 = v0;
-      LoadShared4(d, vb + p * head_dim + c, v0, v1, v2, v3);
-      MulAdd4(hn::Set(d, w0[p]), v0, v1, v2, v3, a0, a1, a2, a3);
-      if constexpr (kRows == 2) MulAdd4(hn::Set(d, w1[p]), v0, v1, v2, v3, b0, b1, b2, b3);
-    }
-    Store4(d, a0, a1, a2, a3, out[0] + c);
-    if constexpr (kRows == 2) Store4(d, b0, b1, b2, b3, out[1] + c);
+  // The hints for run i.
+  HWY_INLINE void Ask(size_t i) const {
+    for (size_t b = begin; b < end; b += 64) hwy::Prefetch(next + i * stride + b);
   }
-  for (size_t r = 0; r < kRows; ++r) {  // head sizes that are not 4 vectors
-    const float* HWY_RESTRICT wr = w[r];
-    float* HWY_RESTRICT o = out[r];
-    size_t cr = c;
-    for (; cr + N <= head_dim; cr += N) {
-      auto a = hn::LoadU(d, o + cr);
-      for (size_t p = 0; p < count; ++p) {
-        a = hn::MulAdd(hn::Set(d, wr[p]), hn::LoadU(d, vb + p * head_dim + cr), a);
-      }
-      hn::StoreU(a, d, o + cr);
-    }
-    for (; cr < head_dim; ++cr) {
-      float a = o[cr];
-      for (size_t p = 0; p < count; ++p) a += wr[p] * vb[p * head_dim + cr];
-      o[cr] = a;
-    }
-  }
-}
+};
 
-// scores[r][0, padded) = q[r] . kt[:, p] for kRows (1 or 2) rows: kt is
-// head_dim rows of kScoreBlock positions (padded is a multiple of the vector
-// length); each activation is broadcast against 4 vectors of positions, and
-// each loaded K vector serves every row.
-template <size_t kRows, class D>
-HWY_INLINE void ScoresTransposed(D d, const float* const* q, const float* HWY_RESTRICT kt,
-                                 size_t head_dim, size_t padded, float* const* scores) {
-  static_assert(kRows == 1 || kRows == 2, "one or two rows");
+// scores[r][0, padded) = q[r] . k[:, p] for kRows (1 to 8) rows: channel c
+// of position p is k[c * k_stride + p], read up to `padded` (a multiple of
+// the vector length, within what may be read); each loaded K vector serves
+// every row. next_k: the next block's K, its channels next_stride apart,
+// paced (PacedLines), or null.
+template <size_t kRows, class D, typename T>
+HWY_INLINE void ScoreRows(D d, const float* const* q, const T* HWY_RESTRICT k, size_t k_stride,
+                          size_t head_dim, size_t padded, float* const* scores, const T* next_k,
+                          size_t next_stride) {
+  using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
-  const float* HWY_RESTRICT q0 = q[0];
-  const float* HWY_RESTRICT q1 = q[kRows - 1];
-  size_t p = 0;
-  if constexpr (kRows == 1) {  // 8 vectors of positions: AccumulateV's reason
-    for (; p + 8 * N <= padded; p += 8 * N) {
-      auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  constexpr size_t kVecs = kStepVecs<kRows>;
+  for (size_t p = 0; p < padded;) {
+    // A block's last vectors may be fewer than a step's.
+    WithCount<kVecs>(std::min(kVecs, (padded - p) / N), [&](auto step_vecs) {
+      constexpr size_t kV = decltype(step_vecs)::value;
+      V a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+      const PacedLines hints = PacedLines::For(next_k, next_stride, p, kV * N);
       for (size_t c = 0; c < head_dim; ++c) {
-        MulAddLoad8(d, hn::Set(d, q0[c]), kt + c * kScoreBlock + p, a0, a1, a2, a3, a4, a5, a6, a7);
+        hints.Ask(c);
+        RowsStep<kRows, kV>(d, q, c, k + c * k_stride + p, a0, a1, a2, a3, a4, a5, a6, a7);
       }
-      Store4(d, a0, a1, a2, a3, scores[0] + p);
-      Store4(d, a4, a5, a6, a7, scores[0] + p + 4 * N);
-    }
+      ForEachSum<kRows * kV>(
+          [&](auto i, V& a) {
+            constexpr size_t kI = decltype(i)::value;
+            hn::StoreU(a, d, scores[kI / kV] + p + kI % kV * N);
+          },
+          a0, a1, a2, a3, a4, a5, a6, a7);
+      p += kV * N;
+    });
   }
-  for (; p + 4 * N <= padded; p += 4 * N) {
-    auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    for (size_t c = 0; c < head_dim; ++c) {
-      auto k0 = hn::Zero(d), k1 = k0, k2 = k0, k3 = k0;
-      LoadShared4(d, kt + c * kScoreBlock + p, k0, k1, k2, k3);
-      MulAdd4(hn::Set(d, q0[c]), k0, k1, k2, k3, a0, a1, a2, a3);
-      if constexpr (kRows == 2) MulAdd4(hn::Set(d, q1[c]), k0, k1, k2, k3, b0, b1, b2, b3);
-    }
-    Store4(d, a0, a1, a2, a3, scores[0] + p);
-    if constexpr (kRows == 2) Store4(d, b0, b1, b2, b3, scores[1] + p);
+}
+
+// out[r][0, head_dim) += sum_p w[r][p] * v[p * v_stride + (0, head_dim)]
+// for p < count and kRows (1 to 8) rows: each loaded V vector serves every
+// row, whose sums stay in registers across the positions. next_v: as
+// ScoreRows' next_k.
+template <size_t kRows, class D, typename T>
+HWY_INLINE void AccumulateRows(D d, const float* const* w, const T* HWY_RESTRICT v, size_t v_stride,
+                               size_t count, size_t head_dim, float* const* out, const T* next_v) {
+  using V = hn::Vec<D>;
+  const size_t N = hn::Lanes(d);
+  constexpr size_t kVecs = kStepVecs<kRows>;
+  size_t c = 0;
+  while (c + N <= head_dim) {
+    WithCount<kVecs>(std::min(kVecs, (head_dim - c) / N), [&](auto step_vecs) {
+      constexpr size_t kV = decltype(step_vecs)::value;
+      V a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+      const auto at = [&](size_t i) { return out[i / kV] + c + i % kV * N; };
+      ForEachSum<kRows * kV>([&](auto i, V& a) { a = hn::LoadU(d, at(decltype(i)::value)); }, a0,
+                             a1, a2, a3, a4, a5, a6, a7);
+      const PacedLines hints = PacedLines::For(next_v, v_stride, c, kV * N);
+      for (size_t p = 0; p < count; ++p) {
+        hints.Ask(p);
+        RowsStep<kRows, kV>(d, w, p, v + p * v_stride + c, a0, a1, a2, a3, a4, a5, a6, a7);
+      }
+      ForEachSum<kRows * kV>([&](auto i, V& a) { hn::StoreU(a, d, at(decltype(i)::value)); }, a0,
+                             a1, a2, a3, a4, a5, a6, a7);
+      c += kV * N;
+    });
   }
-  // Blocks that are not 4 vectors (a row's last, partial block): one vector
-  // at a time, its channels spread over 4 accumulators so that the
-  // multiply-adds do not wait on each other.
-  for (; p < padded; p += N) {
-    for (size_t r = 0; r < kRows; ++r) {
-      const float* HWY_RESTRICT qr = q[r];
-      const float* HWY_RESTRICT kp = kt + p;
-      auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
-      size_t c = 0;
-      for (; c + 4 <= head_dim; c += 4) {
-        a0 = hn::MulAdd(hn::Set(d, qr[c]), hn::LoadU(d, kp + c * kScoreBlock), a0);
-        a1 = hn::MulAdd(hn::Set(d, qr[c + 1]), hn::LoadU(d, kp + (c + 1) * kScoreBlock), a1);
-        a2 = hn::MulAdd(hn::Set(d, qr[c + 2]), hn::LoadU(d, kp + (c + 2) * kScoreBlock), a2);
-        a3 = hn::MulAdd(hn::Set(d, qr[c + 3]), hn::LoadU(d, kp + (c + 3) * kScoreBlock), a3);
-      }
-      for (; c < head_dim; ++c) {
-        a0 = hn::MulAdd(hn::Set(d, qr[c]), hn::LoadU(d, kp + c * kScoreBlock), a0);
-      }
-      hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, scores[r] + p);
+  for (size_t r = 0; r < kRows; ++r) {  // channels past the last whole vector
+    for (size_t cr = c; cr < head_dim; ++cr) {
+      float a = out[r][cr];
+      for (size_t p = 0; p < count; ++p) a += w[r][p] * ScalarF32(v + p * v_stride + cr);
+      out[r][cr] = a;
     }
   }
 }
@@ -500,43 +515,96 @@ HWY_INLINE size_t BlockCount(const KvView& kv, size_t p0, size_t len) {
   return std::min({kScoreBlock, len - p0, kv.page_tokens - p0 % kv.page_tokens});
 }
 
-// The products of one position block in f32 (every target): the block is
-// widened into kb (head_dim rows of kScoreBlock positions) and vb (one row
-// of head_dim values per position), then scored and summed by the
-// functions above. AttendGroup's other `Block` is attention_bf16-inl.h's.
+// The products of one position block in f32 (every target), by ScoreRows
+// and AccumulateRows. An f32 or f16 cache is read in place (K channel-major,
+// V position-major: ops.h), and its products ask for the next block as they
+// go. A bf16 cache's pairs and a q8 cache's quads are first widened into kb
+// (head_dim rows of kScoreBlock positions) and vb (one row of head_dim
+// values per position); AttendGroup then asks for the next block in shares
+// between groups of rows. AttendGroup's other Blocks are in
+// attention_bf16-inl.h and attention_int8-inl.h.
+template <typename T>
 struct F32Block {
   static constexpr bool kCoarseExp = false;  // f32 products, f32-accurate weights
-  // Query rows that share each loaded K and V vector. Two halve the loads
-  // per multiply-add and fit AVX2's 16 registers; four (where 32 registers
-  // hold their 16 accumulators) measured no faster on Zen 4.
-  static constexpr size_t kRows = 2;
-  // Widen reads the whole block before its products, so AttendGroup asks
-  // for the next block in shares between groups of rows instead.
-  static constexpr bool kPacedPrefetch = false;
+  // In place: f32, and f16 where the target converts it in the load (F16C,
+  // Arm's FCVTL); SSE4's software conversion is paid once per block instead
+  // (in place, it made a decode step 1.6x slower).
+  static constexpr bool kInPlace =
+      std::is_same_v<T, float> || (std::is_same_v<T, hwy::float16_t> && POCKET_F16_IN_LOADS);
+  // Query rows that share each loaded K and V vector (kStepVecs). In place,
+  // 4 rows by 2 vectors convert each K and V vector once for 4 rows: on
+  // AVX2 a decode step (ops_bench AttentionDecode, 7 rows over 512 f16
+  // positions) took 0.78 of the time of the widened block in pairs, a
+  // 64-token prompt chunk 0.91 (8 rows by 1 vector: 0.78 and 1.13, as each
+  // step loads a broadcast per multiply-add). A widened block keeps the
+  // pairs by 4 vectors, the fewest loads per multiply-add (4 rows by 2
+  // vectors were 3-6% slower there).
+  static constexpr size_t kRows = kInPlace ? 4 : 2;
+  template <typename>
+  static constexpr bool kPacedPrefetch = kInPlace;
+  using Elem = std::conditional_t<kInPlace, T, float>;
   const float* const* q_rows;
   float* kb;
   float* vb;
+  size_t page_tokens;  // the cache's
+  // The current block: channel c of position p at k[c * k_stride + p],
+  // position p's values from v[p * v_stride].
+  const Elem* k = nullptr;
+  size_t k_stride = kScoreBlock;
+  const Elem* v = nullptr;
+  size_t v_stride = 0;
+  const Elem* next_k = nullptr;  // the next block, while its lines are asked for
+  const Elem* next_v = nullptr;
+  size_t page_k_stride = 0;  // between the K channels of a page (and of next_k)
 
   HWY_INLINE void PrepareRows(size_t, size_t) {}
 
-  template <typename T>
-  HWY_INLINE void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
-                        const T* HWY_RESTRICT v_block, size_t v_stride, size_t count, size_t padded,
-                        size_t head_dim, size_t slot) {
-    if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-      return WidenBf16Pairs(k_block, k_stride, v_block, count, padded, head_dim, kb, vb);
-    } else if constexpr (std::is_same_v<T, int8_t>) {
-      WidenQuads(k_block, k_stride, count, padded, head_dim, slot, kb);
-    } else {
-      for (size_t c = 0; c < head_dim; ++c) {
-        WidenRun(k_block + c * k_stride, count, padded, kb + c * kScoreBlock);
+  HWY_INLINE void PaceNext(const void* k_block, const void* v_block) {
+    next_k = static_cast<const Elem*>(k_block);
+    next_v = static_cast<const Elem*>(v_block);
+  }
+
+  HWY_INLINE void Widen(const T* HWY_RESTRICT k_block, size_t k_block_stride,
+                        const T* HWY_RESTRICT v_block, size_t v_block_stride, size_t count,
+                        size_t padded, size_t head_dim, size_t slot) {
+    page_k_stride = k_block_stride;
+    if constexpr (kInPlace) {
+      v = v_block;
+      v_stride = v_block_stride;
+      if (slot + padded <= page_tokens) {
+        k = k_block;
+        k_stride = k_block_stride;
+        return;
       }
-    }
-    if (v_stride == head_dim) {
-      WidenRun(v_block, count * head_dim, count * head_dim, vb);
+      // The block's whole vectors of positions would run past the page's
+      // run of a channel (a segment that starts mid-vector, or pages of a
+      // token count that is not a multiple of the vector): K is copied into
+      // kb, zeros from count to padded.
+      T* runs = reinterpret_cast<T*>(kb);
+      for (size_t c = 0; c < head_dim; ++c) {
+        std::memcpy(runs + c * kScoreBlock, k_block + c * k_block_stride, count * sizeof(T));
+        std::memset(runs + c * kScoreBlock + count, 0, (padded - count) * sizeof(T));
+      }
+      k = runs;
+      k_stride = kScoreBlock;
     } else {
+      k = kb;
+      v = vb;
+      v_stride = head_dim;
+      if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+        return WidenBf16Pairs(k_block, k_block_stride, v_block, count, padded, head_dim, kb, vb);
+      } else if constexpr (std::is_same_v<T, int8_t>) {
+        WidenQuads(k_block, k_block_stride, count, padded, head_dim, slot, kb);
+      } else {
+        for (size_t c = 0; c < head_dim; ++c) {
+          WidenRun(k_block + c * k_block_stride, count, padded, kb + c * kScoreBlock);
+        }
+      }
+      if (v_block_stride == head_dim) {
+        return WidenRun(v_block, count * head_dim, count * head_dim, vb);
+      }
       for (size_t p = 0; p < count; ++p) {
-        WidenRun(v_block + p * v_stride, head_dim, head_dim, vb + p * head_dim);
+        WidenRun(v_block + p * v_block_stride, head_dim, head_dim, vb + p * head_dim);
       }
     }
   }
@@ -546,13 +614,13 @@ struct F32Block {
                          float* const* scores) const {
     const float* q[kRows];
     for (size_t r = 0; r < kRows; ++r) q[r] = q_rows[take[r]];
-    ScoresTransposed<kRows>(d, q, kb, head_dim, padded, scores);
+    ScoreRows<kRows>(d, q, k, k_stride, head_dim, padded, scores, next_k, page_k_stride);
   }
 
   template <size_t kRows, class D>
   HWY_INLINE void AddWeightedV(D d, float* const* w, size_t count, size_t head_dim,
                                float* const* out) const {
-    AccumulateV<kRows>(d, w, vb, count, head_dim, out);
+    AccumulateRows<kRows>(d, w, v, v_stride, count, head_dim, out, next_v);
   }
 };
 
@@ -613,7 +681,7 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
     // each group of rows. (All at once, while this block was widened, the
     // hints measured 3-4% slower decoding on one thread; a burst outruns
     // the core's miss buffers.)
-    constexpr bool kPaced = Block::kPacedPrefetch && kWord > 1;
+    constexpr bool kPaced = Block::template kPacedPrefetch<T>;
     const size_t next = p0 + count;
     const size_t next_count = next < max_len ? BlockCount(kv, next, max_len) : 0;
     const size_t shares = (rows + Block::kRows - 1) / Block::kRows;
@@ -666,7 +734,7 @@ HWY_INLINE void AttendGroup(Block& block, const size_t* lens, float* const* out_
         block.PaceNext(pace ? k_next : nullptr, pace ? v_next : nullptr);
         pace = false;
       }
-      WithRowCount<Block::kRows>(m, attend);
+      WithCount<Block::kRows>(m, attend);
       prefetch_share();
     }
     while (share < shares) prefetch_share();  // rows that ended before p0

@@ -164,7 +164,9 @@ struct Bf16Block {
   // so its misses are spread over this block's loads, one per line. (A
   // share of requests after each group of rows, the other Block's way,
   // leaves half the next block to be asked for at the end of this one.)
-  static constexpr bool kPacedPrefetch = true;
+  // (A widened f16 or f32 block is not in the page's layout: no hints.)
+  template <typename T>
+  static constexpr bool kPacedPrefetch = std::is_same_v<T, hwy::bfloat16_t>;
   const uint32_t* next_k_pairs = nullptr;
   const uint32_t* next_v_pairs = nullptr;
 
@@ -382,6 +384,7 @@ struct Bf16Block {
   const uint32_t* v_pairs = nullptr;
   size_t odd_pair = kNoPair;
   // AttendGroup asks for the next block in shares between groups of rows.
+  template <typename>
   static constexpr bool kPacedPrefetch = false;
 
   // The rows' queries in bf16, once per call of AttendGroup (head_dim is a

@@ -102,6 +102,7 @@ struct Int8Block {
   static constexpr size_t kRows = HWY_HAVE_SCALABLE                          ? 2
                                   : (HWY_ARCH_ARM || HWY_TARGET <= HWY_AVX3) ? 4
                                                                              : 2;
+  template <typename>
   static constexpr bool kPacedPrefetch = true;
 #if defined(POCKET_INT8_DPBUSD)
   // dpbusd multiplies unsigned by signed bytes: K's codes go in as k + 128
