@@ -415,7 +415,8 @@ HWY_INLINE void ScoreRows(D d, const float* const* q, const T* HWY_RESTRICT k, s
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
   constexpr size_t kVecs = kStepVecs<kRows>;
-  for (size_t p = 0; p < padded;) {
+  size_t p = 0;
+  while (p < padded) {
     // A block's last vectors may be fewer than a step's.
     WithCount<kVecs>(std::min(kVecs, (padded - p) / N), [&](auto step_vecs) {
       constexpr size_t kV = decltype(step_vecs)::value;
