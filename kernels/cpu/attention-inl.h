@@ -536,7 +536,7 @@ struct F32Block {
   // 4 rows by 2 vectors convert each K and V vector once for 4 rows: on
   // AVX2 a decode step (ops_bench AttentionDecode, 7 rows over 512 f16
   // positions) took 0.78 of the time of the widened block in pairs, a
-  // 64-token prompt chunk 0.91 (8 rows by 1 vector: 0.78 and 1.13, as each
+  // 64-token prompt chunk 0.91-0.93 (8 rows by 1 vector: 0.78 and 1.13, as each
   // step loads a broadcast per multiply-add). A widened block keeps the
   // pairs by 4 vectors, the fewest loads per multiply-add (4 rows by 2
   // vectors were 3-6% slower there).
@@ -547,7 +547,6 @@ struct F32Block {
   const float* const* q_rows;
   float* kb;
   float* vb;
-  size_t page_tokens;  // the cache's
   // The current block: channel c of position p at k[c * k_stride + p],
   // position p's values from v[p * v_stride].
   const Elem* k = nullptr;
@@ -572,7 +571,8 @@ struct F32Block {
     if constexpr (kInPlace) {
       v = v_block;
       v_stride = v_block_stride;
-      if (slot + padded <= page_tokens) {
+      // A channel's run in the page is the K stride long (ops.h's layout).
+      if (slot + padded <= k_block_stride) {
         k = k_block;
         k_stride = k_block_stride;
         return;

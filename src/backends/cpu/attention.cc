@@ -148,7 +148,7 @@ void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const*
 #endif
   (void)math;
   (void)q_scratch;
-  F32Block<T> block{q_rows, kb, vb, kv.page_tokens};
+  F32Block<T> block{q_rows, kb, vb};
   AttendGroup<T>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end, normalize,
                  max, sum);
 }
