@@ -15,6 +15,9 @@
 //                     (q4 nibbles; any u8 with dpbusd), in two steps: DotU4
 //                     adds into U4Sums, at most kU4Terms times, then
 //                     WidenU4 turns them into the int32 lanes.
+//   DotU4Quad<k>, DotU7Quad<k>, DotS8Quad<k>(a, quads, acc): the same with
+//                     b = quad k of a run of activations (LoadQuads), in
+//                     every 32-bit lane.
 //
 // x86 (SSSE3 and up): maddubs (u8 x s8 -> pairs summed to i16; neither form
 // can saturate: 2 * 127 * 127 < 32768) then madd with ones to i32. AVX3_DL
@@ -40,6 +43,9 @@
 #else
 #define POCKET_KERNELS_CPU_INT8_DOT_INL_H_
 #endif
+
+#include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -212,6 +218,84 @@ HWY_INLINE VS WidenU4(VS sums) {
   return sums;
 }
 #endif
+
+// A run of activation quads, x[0, 4 kQuads) for kQuads 2 (a q4 chunk's 8
+// activations) or 4, and the dot steps that take one quad of it:
+//   const auto q = LoadQuads<2>(d8, x);
+//   acc = DotU7Quad<1>(codes, q, acc);  // DotU7(codes, x[4, 8) in every lane)
+// (likewise DotU4Quad, DotS8Quad). On NEON with dotprod the run is one load
+// and each step names its quad (sdot by element): there a broadcast is a
+// load and a dup, which run in the vector pipes beside the dots. Elsewhere
+// each step broadcasts its quad as it is used: x86 loads it broadcast; SVE
+// too (ld1rw), while its indexed sdot takes only z0-z7, and GCC 12 then
+// copied a run into z3 before every step.
+#if defined(POCKET_INT8_NEON) && defined(__ARM_FEATURE_DOTPROD)
+template <size_t kQuads>
+struct ActQuads {
+  std::conditional_t<kQuads == 2, int8x8_t, int8x16_t> raw;
+};
+template <size_t kQuads, class D8>
+HWY_INLINE ActQuads<kQuads> LoadQuads(D8, const int8_t* HWY_RESTRICT x) {
+  static_assert(kQuads == 2 || kQuads == 4, "a run of 2 or 4 quads");
+  if constexpr (kQuads == 2) {
+    return ActQuads<kQuads>{vld1_s8(x)};
+  } else {
+    return ActQuads<kQuads>{vld1q_s8(x)};
+  }
+}
+template <size_t kQuad, size_t kQuads>
+HWY_INLINE hn::Vec128<int32_t> DotS8Quad(hn::Vec128<int8_t> a, ActQuads<kQuads> x,
+                                         hn::Vec128<int32_t> acc) {
+  static_assert(kQuad < kQuads, "a quad of the run");
+  if constexpr (kQuads == 2) {
+    return hn::Vec128<int32_t>{vdotq_lane_s32(acc.raw, a.raw, x.raw, kQuad)};
+  } else {
+    return hn::Vec128<int32_t>{vdotq_laneq_s32(acc.raw, a.raw, x.raw, kQuad)};
+  }
+}
+template <size_t kQuad, size_t kQuads>
+HWY_INLINE hn::Vec128<int32_t> DotU7Quad(hn::Vec128<uint8_t> a, ActQuads<kQuads> x,
+                                         hn::Vec128<int32_t> acc) {
+  return DotS8Quad<kQuad>(hn::Vec128<int8_t>{vreinterpretq_s8_u8(a.raw)}, x, acc);
+}
+template <size_t kQuad, size_t kQuads>  // U4Sums are the int32 lanes here
+HWY_INLINE hn::Vec128<int32_t> DotU4Quad(hn::Vec128<uint8_t> a, ActQuads<kQuads> x,
+                                         hn::Vec128<int32_t> sums) {
+  return DotU7Quad<kQuad>(a, x, sums);
+}
+#else
+template <size_t kQuads>
+struct ActQuads {
+  const int8_t* x;
+};
+template <size_t kQuads, class D8>
+HWY_INLINE ActQuads<kQuads> LoadQuads(D8, const int8_t* HWY_RESTRICT x) {
+  static_assert(kQuads == 2 || kQuads == 4, "a run of 2 or 4 quads");
+  return ActQuads<kQuads>{x};
+}
+// Quad kQuad of the run broadcast to every 32-bit lane of a vector like a.
+template <size_t kQuad, size_t kQuads, class VA>
+HWY_INLINE hn::Vec<hn::Repartition<int8_t, hn::DFromV<VA>>> Broadcast4(VA, ActQuads<kQuads> x) {
+  static_assert(kQuad < kQuads, "a quad of the run");
+  const hn::Repartition<int32_t, hn::DFromV<VA>> d32;
+  int32_t quad;
+  std::memcpy(&quad, x.x + 4 * kQuad, 4);
+  return hn::BitCast(hn::Repartition<int8_t, decltype(d32)>(), hn::Set(d32, quad));
+}
+template <size_t kQuad, size_t kQuads, class VA, class VS>
+HWY_INLINE VS DotS8Quad(VA a, ActQuads<kQuads> x, VS acc) {
+  return DotS8(a, Broadcast4<kQuad>(a, x), acc);
+}
+template <size_t kQuad, size_t kQuads, class VA, class VS>
+HWY_INLINE VS DotU7Quad(VA a, ActQuads<kQuads> x, VS acc) {
+  return DotU7(a, Broadcast4<kQuad>(a, x), acc);
+}
+template <size_t kQuad, size_t kQuads, class VA, class VS>
+HWY_INLINE VS DotU4Quad(VA a, ActQuads<kQuads> x, VS sums) {
+  return DotU4(a, Broadcast4<kQuad>(a, x), sums);
+}
+#endif
+
 #endif  // POCKET_INT8_DOT
 
 }  // namespace pocket::cpu::HWY_NAMESPACE

@@ -1,8 +1,9 @@
 // Linear over q4 weights in the rows16 layout (format/dtype.h): a vector of
 // int32 lanes holds L <= 16 rows ("a lane block"; AVX-512 16, AVX2 8, NEON
 // and SSE4 4), and each 32-bit lane of a 64-byte code chunk is 8 weights of
-// its row. One step broadcasts 4 activations to every lane and adds their
-// products with 4 weights of each row, so a group needs no reduction across
+// its row. One step broadcasts 4 activations to every lane (on NEON with
+// dotprod, names them in an indexed dot: int8_dot-inl.h's ActQuads) and adds
+// their products with 4 weights of each row, so a group needs no reduction across
 // lanes and no shuffles: per group and lane block the int32 sums are
 // converted once and scaled by the rows' (f16) scales, which lie beside the
 // codes in the same record.
@@ -68,14 +69,6 @@ HWY_INLINE void StoreRows(DF df, hn::Vec<DF> acc, const float* bias, size_t r, f
 
 #if POCKET_INT8_DOT
 
-// 4 int8 activations as one int32 broadcast to every lane.
-template <class D8>
-HWY_INLINE hn::Vec<D8> Broadcast4(D8 d8, const int8_t* HWY_RESTRICT x) {
-  int32_t quad;
-  std::memcpy(&quad, x, 4);
-  return hn::BitCast(d8, hn::Set(hn::Repartition<int32_t, D8>(), quad));
-}
-
 // The high nibbles of code bytes, for DotU7. Generally (v >> 4); with dpbusd
 // (u8 x s8 products summed straight into int32, nothing saturates) v & 0xF0
 // is one operation less and gives 16 times the dot product, which
@@ -118,10 +111,11 @@ HWY_INLINE void GroupDot(D32, const uint8_t* HWY_RESTRICT codes, const int8_t* H
   for (size_t c = 0; c < group / 8; c += 2) {  // group / 8 is even (G >= 32)
     const auto b0 = hn::LoadU(du8, codes + 64 * c);
     const auto b1 = hn::LoadU(du8, codes + 64 * c + 64);
-    l0 = DotU4(hn::And(b0, low4), Broadcast4(di8, x + 8 * c), l0);
-    h0 = DotU4(HighNibbles(du8, b0), Broadcast4(di8, x + 8 * c + 4), h0);
-    l1 = DotU4(hn::And(b1, low4), Broadcast4(di8, x + 8 * c + 8), l1);
-    h1 = DotU4(HighNibbles(du8, b1), Broadcast4(di8, x + 8 * c + 12), h1);
+    const auto xq = LoadQuads<4>(di8, x + 8 * c);  // both chunks' activations
+    l0 = DotU4Quad<0>(hn::And(b0, low4), xq, l0);
+    h0 = DotU4Quad<1>(HighNibbles(du8, b0), xq, h0);
+    l1 = DotU4Quad<2>(hn::And(b1, low4), xq, l1);
+    h1 = DotU4Quad<3>(HighNibbles(du8, b1), xq, h1);
   }
   if constexpr (kGroup != 0 && kGroup / 8 <= kU4Terms) {
     // The even and odd chunks' terms fit one sum together (G <= 64 where
@@ -232,13 +226,12 @@ HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs
         for (size_t b = 0; b < kB; ++b) l[b] = h[b] = hn::Zero(ds);
         const size_t c1 = HWY_MIN(chunks, c0 + kU4Terms);
         for (size_t c = c0; c < c1; ++c) {
-          const auto xl = Broadcast4(di8, x + 8 * c);
-          const auto xh = Broadcast4(di8, x + 8 * c + 4);
+          const auto xq = LoadQuads<2>(di8, x + 8 * c);
           HWY_UNROLL(4)
           for (size_t b = 0; b < kB; ++b) {
             const auto bytes = hn::LoadU(du8, p.codes + 64 * c + 4 * L * b);
-            l[b] = DotU4(hn::And(bytes, low4), xl, l[b]);
-            h[b] = DotU4(HighNibbles(du8, bytes), xh, h[b]);
+            l[b] = DotU4Quad<0>(hn::And(bytes, low4), xq, l[b]);
+            h[b] = DotU4Quad<1>(HighNibbles(du8, bytes), xq, h[b]);
           }
         }
         HWY_UNROLL(4)
@@ -344,18 +337,16 @@ HWY_INLINE void Rows16TilePair(const Rows16Weights& w, const QuantizedActs& a, s
       const auto lo0 = hn::And(b0, low4), hi0 = hn::ShiftRight<4>(b0);
       const auto lo1 = hn::And(b1, low4), hi1 = hn::ShiftRight<4>(b1);
       const size_t k = k0 + 8 * c;
-      auto xa = Broadcast4(di8, x[0] + k), xb = Broadcast4(di8, x[0] + k + 4);
-      i00 = DotU7(hi0, xb, DotU7(lo0, xa, i00));
-      i10 = DotU7(hi1, xb, DotU7(lo1, xa, i10));
-      xa = Broadcast4(di8, x[1] + k), xb = Broadcast4(di8, x[1] + k + 4);
-      i01 = DotU7(hi0, xb, DotU7(lo0, xa, i01));
-      i11 = DotU7(hi1, xb, DotU7(lo1, xa, i11));
-      xa = Broadcast4(di8, x[2] + k), xb = Broadcast4(di8, x[2] + k + 4);
-      i02 = DotU7(hi0, xb, DotU7(lo0, xa, i02));
-      i12 = DotU7(hi1, xb, DotU7(lo1, xa, i12));
-      xa = Broadcast4(di8, x[3] + k), xb = Broadcast4(di8, x[3] + k + 4);
-      i03 = DotU7(hi0, xb, DotU7(lo0, xa, i03));
-      i13 = DotU7(hi1, xb, DotU7(lo1, xa, i13));
+      // Token t's low and high nibble products with both lane blocks.
+      const auto dot = [&](const int8_t* xt, auto& i0, auto& i1) {
+        const auto xq = LoadQuads<2>(di8, xt + k);
+        i0 = DotU7Quad<1>(hi0, xq, DotU7Quad<0>(lo0, xq, i0));
+        i1 = DotU7Quad<1>(hi1, xq, DotU7Quad<0>(lo1, xq, i1));
+      };
+      dot(x[0], i00, i10);
+      dot(x[1], i01, i11);
+      dot(x[2], i02, i12);
+      dot(x[3], i03, i13);
       KeepInRegisters(i00, i01, i02, i03, i10, i11, i12, i13);
     }
     const auto s0 = LoadF32(df, p0.scales), m0 = LoadF32(df, p0.mins);
@@ -409,14 +400,15 @@ HWY_INLINE void TileChunk(const uint8_t* HWY_RESTRICT chunk, const int8_t* const
   const auto bytes = hn::LoadU(du8, chunk);
   const auto lo = hn::And(bytes, hn::Set(du8, 0x0F));
   const auto hi = HighNibbles(du8, bytes);
-  l0 = DotU4(lo, Broadcast4(di8, x[0] + k), l0);
-  h0 = DotU4(hi, Broadcast4(di8, x[0] + k + 4), h0);
-  l1 = DotU4(lo, Broadcast4(di8, x[1] + k), l1);
-  h1 = DotU4(hi, Broadcast4(di8, x[1] + k + 4), h1);
-  l2 = DotU4(lo, Broadcast4(di8, x[2] + k), l2);
-  h2 = DotU4(hi, Broadcast4(di8, x[2] + k + 4), h2);
-  l3 = DotU4(lo, Broadcast4(di8, x[3] + k), l3);
-  h3 = DotU4(hi, Broadcast4(di8, x[3] + k + 4), h3);
+  const auto dot = [&](const int8_t* xt, VS& l, VS& h) {
+    const auto xq = LoadQuads<2>(di8, xt + k);
+    l = DotU4Quad<0>(lo, xq, l);
+    h = DotU4Quad<1>(hi, xq, h);
+  };
+  dot(x[0], l0, h0);
+  dot(x[1], l1, h1);
+  dot(x[2], l2, h2);
+  dot(x[3], l3, h3);
 }
 
 // Tiles of rows [r0, r1) of out[n, w.rows] by 4 tokens: Tiles::Pair (two
@@ -523,9 +515,9 @@ struct Q8Chunk {
     const DW du8;
     return hn::Xor(hn::LoadU(du8, p), hn::Set(du8, 0x80));
   }
-  template <class V32>
-  static HWY_INLINE V32 Dot(hn::Vec<DW> w, hn::Vec<DI8> x, V32 acc) {
-    return DotU7(w, x, acc);
+  template <size_t kQuad, class Q, class V32>
+  static HWY_INLINE V32 Dot(hn::Vec<DW> w, Q x, V32 acc) {
+    return DotU7Quad<kQuad>(w, x, acc);
   }
   template <class V32>
   static HWY_INLINE V32 Finish(V32 sums, const int32_t* code_sum) {
@@ -536,9 +528,9 @@ struct Q8Chunk {
   static HWY_INLINE hn::Vec<DW> Load(const uint8_t* p) {
     return hn::LoadU(DW(), reinterpret_cast<const int8_t*>(p));
   }
-  template <class V32>
-  static HWY_INLINE V32 Dot(hn::Vec<DW> w, hn::Vec<DI8> x, V32 acc) {
-    return DotS8(w, x, acc);
+  template <size_t kQuad, class Q, class V32>
+  static HWY_INLINE V32 Dot(hn::Vec<DW> w, Q x, V32 acc) {
+    return DotS8Quad<kQuad>(w, x, acc);
   }
   template <class V32>
   static HWY_INLINE V32 Finish(V32 sums, const int32_t*) {
@@ -554,19 +546,27 @@ HWY_INLINE hn::Vec<DF> Q8Scale(DF df, V32 i, hn::Vec<DF> s, float dx, hn::Vec<DF
 }
 
 // Tokens q.x[0..3] times one lane block's group g (8 chunks of 64 bytes
-// from `codes`): 4 int32 sums.
+// from `codes`, two a step, so each token's quads are one run): 4 int32
+// sums.
 template <class V32>
 HWY_INLINE void Q8TileGroup(const uint8_t* HWY_RESTRICT codes, const TokenQuad& q, size_t g,
                             size_t group, V32& i0, V32& i1, V32& i2, V32& i3) {
   const Q8Chunk::DI8 di8;
-  const int8_t* const* x = q.x;
-  for (size_t c = 0; c < group / 4; ++c) {
-    const auto wq = Q8Chunk::Load(codes + 64 * c);
+  for (size_t c = 0; c < group / 4; c += 2) {
+    const auto w0 = Q8Chunk::Load(codes + 64 * c), w1 = Q8Chunk::Load(codes + 64 * c + 64);
     const size_t k = g * group + 4 * c;
-    i0 = Q8Chunk::Dot(wq, Broadcast4(di8, x[0] + k), i0);
-    i1 = Q8Chunk::Dot(wq, Broadcast4(di8, x[1] + k), i1);
-    i2 = Q8Chunk::Dot(wq, Broadcast4(di8, x[2] + k), i2);
-    i3 = Q8Chunk::Dot(wq, Broadcast4(di8, x[3] + k), i3);
+    const auto x0 = LoadQuads<2>(di8, q.x[0] + k), x1 = LoadQuads<2>(di8, q.x[1] + k);
+    const auto x2 = LoadQuads<2>(di8, q.x[2] + k), x3 = LoadQuads<2>(di8, q.x[3] + k);
+    // The first chunk for every token, then the second (Rows16TilePair's order).
+    const auto step = [&](auto quad, const auto& wq) {
+      constexpr size_t kQ = decltype(quad)::value;
+      i0 = Q8Chunk::Dot<kQ>(wq, x0, i0);
+      i1 = Q8Chunk::Dot<kQ>(wq, x1, i1);
+      i2 = Q8Chunk::Dot<kQ>(wq, x2, i2);
+      i3 = Q8Chunk::Dot<kQ>(wq, x3, i3);
+    };
+    step(std::integral_constant<size_t, 0>(), w0);
+    step(std::integral_constant<size_t, 1>(), w1);
   }
   i0 = Q8Chunk::Finish(i0, q.qs[0] + g);
   i1 = Q8Chunk::Finish(i1, q.qs[1] + g);
@@ -577,7 +577,8 @@ HWY_INLINE void Q8TileGroup(const uint8_t* HWY_RESTRICT codes, const TokenQuad& 
 #if POCKET_ROWS16_GEMM_PAIRS
 // Lane blocks [r, r + L) and [r + L, r + 2L) of a q8 weight for tokens
 // [t, t + 4) of n, each broadcast feeding both blocks (Rows16TilePair's
-// reason): 8 int32 and 8 f32 accumulators, 2 code vectors, a broadcast.
+// reason), two chunks a step: 8 int32 and 8 f32 accumulators, 4 code
+// vectors, a token's quads.
 HWY_INLINE void Rows16TilePairQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                                  const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
   const Rows16Tag d32;
@@ -591,21 +592,28 @@ HWY_INLINE void Rows16TilePairQ8(const Rows16Weights& w, const QuantizedActs& a,
     const Rows16Lanes p0 = LanesAt(w, r, g), p1 = LanesAt(w, r + L, g);
     auto i00 = hn::Zero(d32), i01 = hn::Zero(d32), i02 = hn::Zero(d32), i03 = hn::Zero(d32);
     auto i10 = hn::Zero(d32), i11 = hn::Zero(d32), i12 = hn::Zero(d32), i13 = hn::Zero(d32);
-    for (size_t c = 0; c < w.group / 4; ++c) {
-      const auto w0 = Q8Chunk::Load(p0.codes + 64 * c), w1 = Q8Chunk::Load(p1.codes + 64 * c);
+    for (size_t c = 0; c < w.group / 4; c += 2) {
+      const auto w00 = Q8Chunk::Load(p0.codes + 64 * c),
+                 w01 = Q8Chunk::Load(p0.codes + 64 * c + 64);
+      const auto w10 = Q8Chunk::Load(p1.codes + 64 * c),
+                 w11 = Q8Chunk::Load(p1.codes + 64 * c + 64);
       const size_t k = g * w.group + 4 * c;
-      auto xb = Broadcast4(di8, q.x[0] + k);
-      i00 = Q8Chunk::Dot(w0, xb, i00);
-      i10 = Q8Chunk::Dot(w1, xb, i10);
-      xb = Broadcast4(di8, q.x[1] + k);
-      i01 = Q8Chunk::Dot(w0, xb, i01);
-      i11 = Q8Chunk::Dot(w1, xb, i11);
-      xb = Broadcast4(di8, q.x[2] + k);
-      i02 = Q8Chunk::Dot(w0, xb, i02);
-      i12 = Q8Chunk::Dot(w1, xb, i12);
-      xb = Broadcast4(di8, q.x[3] + k);
-      i03 = Q8Chunk::Dot(w0, xb, i03);
-      i13 = Q8Chunk::Dot(w1, xb, i13);
+      const auto x0 = LoadQuads<2>(di8, q.x[0] + k), x1 = LoadQuads<2>(di8, q.x[1] + k);
+      const auto x2 = LoadQuads<2>(di8, q.x[2] + k), x3 = LoadQuads<2>(di8, q.x[3] + k);
+      // The first chunk for every token, then the second (Rows16TilePair's order).
+      const auto step = [&](auto quad, const auto& c0, const auto& c1) {
+        constexpr size_t kQ = decltype(quad)::value;
+        i00 = Q8Chunk::Dot<kQ>(c0, x0, i00);
+        i10 = Q8Chunk::Dot<kQ>(c1, x0, i10);
+        i01 = Q8Chunk::Dot<kQ>(c0, x1, i01);
+        i11 = Q8Chunk::Dot<kQ>(c1, x1, i11);
+        i02 = Q8Chunk::Dot<kQ>(c0, x2, i02);
+        i12 = Q8Chunk::Dot<kQ>(c1, x2, i12);
+        i03 = Q8Chunk::Dot<kQ>(c0, x3, i03);
+        i13 = Q8Chunk::Dot<kQ>(c1, x3, i13);
+      };
+      step(std::integral_constant<size_t, 0>(), w00, w10);
+      step(std::integral_constant<size_t, 1>(), w01, w11);
       KeepInRegisters(i00, i01, i02, i03, i10, i11, i12, i13);
     }
     const auto s0 = LoadF32(df, p0.scales), s1 = LoadF32(df, p1.scales);
@@ -650,11 +658,11 @@ HWY_INLINE void Rows16GemvQ8Blocks(const Rows16Weights& w, const QuantizedActs& 
       HWY_UNROLL(4)
       for (size_t b = 0; b < kB; ++b) even[b] = odd[b] = hn::Zero(d32);
       for (size_t c = 0; c < w.group / 4; c += 2) {
-        const auto x0 = Broadcast4(di8, x + 4 * c), x1 = Broadcast4(di8, x + 4 * c + 4);
+        const auto xq = LoadQuads<2>(di8, x + 4 * c);
         HWY_UNROLL(4)
         for (size_t b = 0; b < kB; ++b) {
-          even[b] = DotS8(hn::LoadU(di8, codes + 64 * c + 4 * L * b), x0, even[b]);
-          odd[b] = DotS8(hn::LoadU(di8, codes + 64 * c + 64 + 4 * L * b), x1, odd[b]);
+          even[b] = DotS8Quad<0>(hn::LoadU(di8, codes + 64 * c + 4 * L * b), xq, even[b]);
+          odd[b] = DotS8Quad<1>(hn::LoadU(di8, codes + 64 * c + 64 + 4 * L * b), xq, odd[b]);
         }
       }
       const auto dx = hn::Set(df, a.d[g]);
@@ -693,10 +701,11 @@ HWY_INLINE void Rows16GemvQ8(const Rows16Weights& w, const QuantizedActs& a, con
       const int8_t* x = a.q + g * w.group;
       auto s0 = hn::Zero(d32), s1 = hn::Zero(d32), s2 = hn::Zero(d32), s3 = hn::Zero(d32);
       for (size_t c = 0; c < chunks; c += 4) {
-        s0 = DotS8(hn::LoadU(di8, codes + 64 * c), Broadcast4(di8, x + 4 * c), s0);
-        s1 = DotS8(hn::LoadU(di8, codes + 64 * c + 64), Broadcast4(di8, x + 4 * c + 4), s1);
-        s2 = DotS8(hn::LoadU(di8, codes + 64 * c + 128), Broadcast4(di8, x + 4 * c + 8), s2);
-        s3 = DotS8(hn::LoadU(di8, codes + 64 * c + 192), Broadcast4(di8, x + 4 * c + 12), s3);
+        const auto xq = LoadQuads<4>(di8, x + 4 * c);
+        s0 = DotS8Quad<0>(hn::LoadU(di8, codes + 64 * c), xq, s0);
+        s1 = DotS8Quad<1>(hn::LoadU(di8, codes + 64 * c + 64), xq, s1);
+        s2 = DotS8Quad<2>(hn::LoadU(di8, codes + 64 * c + 128), xq, s2);
+        s3 = DotS8Quad<3>(hn::LoadU(di8, codes + 64 * c + 192), xq, s3);
       }
       const auto sums = hn::Add(hn::Add(s0, s1), hn::Add(s2, s3));
       acc = hn::MulAdd(hn::ConvertTo(df, sums), hn::Mul(LoadF32(df, p.scales), hn::Set(df, a.d[g])),
