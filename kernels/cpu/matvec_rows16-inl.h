@@ -28,7 +28,7 @@
 #endif
 
 #include <algorithm>
-#include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
