@@ -13,8 +13,8 @@
 //   DotS8(a, b, acc): a, b in [-127, 127] (q8 codes).
 //   DotU4(a, b, sums), WidenU4(sums): the same as DotU7 for a in [0, 15]
 //                     (q4 nibbles; any u8 with dpbusd), in two steps: DotU4
-//                     adds into U4Sums, at most kU4Terms times, then
-//                     WidenU4 turns them into the int32 lanes.
+//                     adds into U4Sums (ZeroU4, AddU4), at most kU4Terms
+//                     times, then WidenU4 turns them into the int32 lanes.
 //   DotU4Quad<k>, DotU7Quad<k>, DotS8Quad<k>(a, quads, acc): the same with
 //                     b = quad k of a run of activations (LoadQuads), in
 //                     every 32-bit lane.
@@ -189,6 +189,34 @@ HWY_INLINE hn::Vec128<int32_t> DotU7(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b
   return DotS8(hn::Vec128<int8_t>{vreinterpretq_s8_u8(a.raw)}, b, acc);
 }
 
+#if !defined(__ARM_FEATURE_DOTPROD)
+// ARMv8.0 (Cortex-A53/A72/A73): a nibble's products (at most 15 * 127 =
+// 1905) add into int16 lanes per byte with smlal / smlal2, 2 operations per
+// 16 bytes where DotU7 takes 4, and WidenU4 sums each row's 4 bytes once
+// per kU4Terms chunks: per lane at most 8 * 1905, a pair of lanes 30480.
+#define POCKET_U4_SUMS_16 1
+struct U4Pair {
+  int16x8_t lo, hi;  // bytes 0..7 and 8..15: rows 0-1 and 2-3
+};
+HWY_INLINE U4Pair DotU4(hn::Vec128<uint8_t> a, hn::Vec128<int8_t> b, U4Pair sums) {
+  const int8x16_t codes = vreinterpretq_s8_u8(a.raw);
+  return U4Pair{vmlal_s8(sums.lo, vget_low_s8(codes), vget_low_s8(b.raw)),
+                vmlal_high_s8(sums.hi, codes, b.raw)};
+}
+HWY_INLINE hn::Vec128<int32_t> WidenU4(U4Pair sums) {
+  return hn::Vec128<int32_t>{vpaddlq_s16(vpaddq_s16(sums.lo, sums.hi))};
+}
+HWY_INLINE U4Pair AddU4(U4Pair a, U4Pair b) {
+  return U4Pair{vaddq_s16(a.lo, b.lo), vaddq_s16(a.hi, b.hi)};
+}
+template <class D32>
+HWY_INLINE U4Pair ZeroU4(D32) {
+  return U4Pair{vdupq_n_s16(0), vdupq_n_s16(0)};
+}
+template <class D32>
+using U4Sums = U4Pair;
+#endif
+
 #elif defined(POCKET_INT8_SVE)
 
 HWY_INLINE svint32_t DotS8(svint8_t a, svint8_t b, svint32_t acc) { return svdot_s32(acc, a, b); }
@@ -199,11 +227,22 @@ HWY_INLINE svint32_t DotU7(svuint8_t a, svint8_t b, svint32_t acc) {
 #endif
 
 #if POCKET_INT8_DOT
-#if defined(POCKET_U4_SUMS_16)  // set above for x86 targets without VNNI
-// int16 pair sums: kU4Terms of at most 3810 each stay below 32768.
+#if defined(POCKET_U4_SUMS_16)  // set above for x86 without VNNI and ARMv8.0
+// int16 sums: kU4Terms terms of at most 3810 (x86's pair sums) each stay
+// below 32768, as do ARMv8.0's (above).
 constexpr size_t kU4Terms = 8;
+#if defined(POCKET_INT8_X86)
 template <class D32>
 using U4Sums = hn::Vec<hn::Repartition<int16_t, D32>>;
+template <class D32>
+HWY_INLINE U4Sums<D32> ZeroU4(D32) {
+  return hn::Zero(hn::Repartition<int16_t, D32>());
+}
+template <class VS>
+HWY_INLINE VS AddU4(VS a, VS b) {
+  return hn::Add(a, b);
+}
+#endif
 #else
 // Straight into int32 lanes (VNNI, sdot): no limit that a group can reach.
 constexpr size_t kU4Terms = 1 << 20;
@@ -216,6 +255,14 @@ HWY_INLINE VS DotU4(VA a, VB b, VS sums) {
 template <class VS>
 HWY_INLINE VS WidenU4(VS sums) {
   return sums;
+}
+template <class D32>
+HWY_INLINE U4Sums<D32> ZeroU4(D32 d32) {
+  return hn::Zero(d32);
+}
+template <class VS>
+HWY_INLINE VS AddU4(VS a, VS b) {
+  return hn::Add(a, b);
 }
 #endif
 

@@ -100,14 +100,13 @@ HWY_INLINE V GroupSum(V lo, V hi) {
 // G / 16 <= 8 DotU4 terms (G <= 128), within kU4Terms. kGroup is G where
 // the caller knows it at compile time (the loop is then unrolled), else 0.
 template <size_t kGroup, class D32, class V = hn::Vec<D32>>
-HWY_INLINE void GroupDot(D32, const uint8_t* HWY_RESTRICT codes, const int8_t* HWY_RESTRICT x,
+HWY_INLINE void GroupDot(D32 d32, const uint8_t* HWY_RESTRICT codes, const int8_t* HWY_RESTRICT x,
                          size_t group, V& lo, V& hi) {
   const hn::Repartition<uint8_t, D32> du8;
   const hn::Repartition<int8_t, D32> di8;
-  const hn::Repartition<hn::TFromV<U4Sums<D32>>, D32> ds;
   const auto low4 = hn::Set(du8, 0x0F);
   if constexpr (kGroup != 0) group = kGroup;
-  auto l0 = hn::Zero(ds), h0 = hn::Zero(ds), l1 = hn::Zero(ds), h1 = hn::Zero(ds);
+  U4Sums<D32> l0 = ZeroU4(d32), h0 = l0, l1 = l0, h1 = l0;
   for (size_t c = 0; c < group / 8; c += 2) {  // group / 8 is even (G >= 32)
     const auto b0 = hn::LoadU(du8, codes + 64 * c);
     const auto b1 = hn::LoadU(du8, codes + 64 * c + 64);
@@ -120,8 +119,8 @@ HWY_INLINE void GroupDot(D32, const uint8_t* HWY_RESTRICT codes, const int8_t* H
   if constexpr (kGroup != 0 && kGroup / 8 <= kU4Terms) {
     // The even and odd chunks' terms fit one sum together (G <= 64 where
     // the sums are int16): one widening each for lo and hi.
-    lo = WidenU4(hn::Add(l0, l1));
-    hi = WidenU4(hn::Add(h0, h1));
+    lo = WidenU4(AddU4(l0, l1));
+    hi = WidenU4(AddU4(h0, h1));
   } else {
     lo = hn::Add(WidenU4(l0), WidenU4(l1));
     hi = hn::Add(WidenU4(h0), WidenU4(h1));
@@ -193,11 +192,10 @@ HWY_INLINE void Rows16GemvInt8Group(const Rows16Weights& w, const QuantizedActs&
 // one pass over each chunk: every 64-byte line is used whole as it arrives,
 // each activation broadcast feeds every lane block, and all sums stay in
 // registers (a low and a high nibble chain per lane block: 4 on AVX2, 8 on
-// NEON, enough to hide the dot latency). Int16 sums (U4Sums) are widened
-// every kU4Terms chunks. A counted chunk loop: fully unrolled for group 64,
-// GCC computed every product first and spilled them, for no gain.
-// (AVX2 on the Zen 5 host against lane blocks in turn: docs/performance.md,
-// nineteenth pass.)
+// NEON, enough to hide the dot latency). Int16 sums (U4Sums: x86 without
+// VNNI, ARMv8.0) are widened every kU4Terms chunks. A counted chunk loop: fully unrolled for group
+// 64, GCC computed every product first and spilled them, for no gain. (AVX2 on the Zen 5 host
+// against lane blocks in turn: docs/performance.md, nineteenth pass.)
 HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs& a,
                                      const float* bias, size_t r0, size_t r1,
                                      float* HWY_RESTRICT out) {
@@ -206,7 +204,6 @@ HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs
   const hn::Repartition<float, Rows16Tag> df;
   const hn::Repartition<uint8_t, Rows16Tag> du8;
   const hn::Repartition<int8_t, Rows16Tag> di8;
-  const hn::Repartition<hn::TFromV<U4Sums<Rows16Tag>>, Rows16Tag> ds;
   constexpr size_t L = hn::MaxLanes(d32);
   const auto low4 = hn::Set(du8, 0x0F);
   const size_t chunks = w.group / 8;
@@ -221,9 +218,9 @@ HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs
       HWY_UNROLL(4)
       for (size_t b = 0; b < kB; ++b) lo[b] = hi[b] = hn::Zero(d32);
       for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
-        hn::Vec<decltype(ds)> l[kB], h[kB];
+        U4Sums<Rows16Tag> l[kB], h[kB];
         HWY_UNROLL(4)
-        for (size_t b = 0; b < kB; ++b) l[b] = h[b] = hn::Zero(ds);
+        for (size_t b = 0; b < kB; ++b) l[b] = h[b] = ZeroU4(d32);
         const size_t c1 = HWY_MIN(chunks, c0 + kU4Terms);
         for (size_t c = c0; c < c1; ++c) {
           const auto xq = LoadQuads<2>(di8, x + 8 * c);
@@ -466,10 +463,9 @@ struct Q4Tiles {
       }
 #else
       // Int16 sums: runs of at most kU4Terms chunks (G 128: two).
-      const hn::Repartition<int16_t, Rows16Tag> ds;
       for (size_t c0 = 0; c0 < chunks; c0 += kU4Terms) {
-        auto l0 = hn::Zero(ds), h0 = hn::Zero(ds), l1 = hn::Zero(ds), h1 = hn::Zero(ds);
-        auto l2 = hn::Zero(ds), h2 = hn::Zero(ds), l3 = hn::Zero(ds), h3 = hn::Zero(ds);
+        U4Sums<Rows16Tag> l0 = ZeroU4(d32), h0 = l0, l1 = l0, h1 = l0;
+        U4Sums<Rows16Tag> l2 = l0, h2 = l0, l3 = l0, h3 = l0;
         for (size_t c = c0; c < std::min(chunks, c0 + kU4Terms); ++c) {
           TileChunk(p.codes + 64 * c, x, k0 + 8 * c, l0, h0, l1, h1, l2, h2, l3, h3);
         }
