@@ -143,6 +143,7 @@ HWY_INLINE void I8mmTile(const Rows16Weights& w, const QuantizedActs& a, size_t 
 
 template <class Codes>
 struct I8mmTiles {
+  static constexpr bool kPairs = true;
   static HWY_INLINE void Pair(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                               const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
     I8mmTile<Codes, 2>(w, a, n, bias, r, t, out);

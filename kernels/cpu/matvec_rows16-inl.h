@@ -409,22 +409,23 @@ HWY_INLINE void TileChunk(const uint8_t* HWY_RESTRICT chunk, const int8_t* const
 }
 
 // Tiles of rows [r0, r1) of out[n, w.rows] by 4 tokens: Tiles::Pair (two
-// lane blocks) where the target has the registers for it, then
-// Tiles::Single (one), each after asking for its share of the next rows.
+// lane blocks) where Tiles::kPairs (the target has the registers for it,
+// and it pays), then Tiles::Single (one), each after asking for its share
+// of the next rows.
 template <class Tiles>
 HWY_INLINE void Rows16Gemm(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                            const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
   const size_t L = hn::Lanes(Rows16Tag());
   const size_t tiles = (n + 3) / 4;
   size_t r = r0;
-#if POCKET_ROWS16_GEMM_PAIRS
-  for (; r + 2 * L <= r1; r += 2 * L) {
-    for (size_t t = 0; t < n; t += 4) {
-      PrefetchNextRows(w, r, 2 * L, r1, t / 4, tiles);
-      Tiles::Pair(w, a, n, bias, r, t, out);
+  if constexpr (Tiles::kPairs) {
+    for (; r + 2 * L <= r1; r += 2 * L) {
+      for (size_t t = 0; t < n; t += 4) {
+        PrefetchNextRows(w, r, 2 * L, r1, t / 4, tiles);
+        Tiles::Pair(w, a, n, bias, r, t, out);
+      }
     }
   }
-#endif
   for (; r < r1; r += L) {
     for (size_t t = 0; t < n; t += 4) {
       PrefetchNextRows(w, r, L, r1, t / 4, tiles);
@@ -435,8 +436,16 @@ HWY_INLINE void Rows16Gemm(const Rows16Weights& w, const QuantizedActs& a, size_
 
 // q4's tiles. Single: one lane block by 4 tokens, 8 int32 and 4 f32
 // accumulators plus the two nibble vectors and two broadcasts fit the 16
-// registers of AVX2.
+// registers of AVX2. ARMv8.0 NEON (no sdot) takes Single only: its int16
+// sums (U4Pair) make a dot 2 vector operations where the pair tile's DotU7
+// takes 4, more than the pair tile saves by sharing broadcasts (llvm-mca:
+// docs/performance.md, twenty-fifth pass).
 struct Q4Tiles {
+#if HWY_TARGET == HWY_NEON && !defined(__ARM_FEATURE_DOTPROD)
+  static constexpr bool kPairs = false;
+#else
+  static constexpr bool kPairs = POCKET_ROWS16_GEMM_PAIRS;
+#endif
 #if POCKET_ROWS16_GEMM_PAIRS
   static HWY_INLINE void Pair(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                               const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
@@ -714,6 +723,7 @@ HWY_INLINE void Rows16GemvQ8(const Rows16Weights& w, const QuantizedActs& a, con
 // q8's tiles: Single is one lane block by 4 tokens (4 int32 and 4 f32
 // accumulators, the codes and a broadcast fit 16 registers).
 struct Q8Tiles {
+  static constexpr bool kPairs = POCKET_ROWS16_GEMM_PAIRS;
 #if POCKET_ROWS16_GEMM_PAIRS
   static HWY_INLINE void Pair(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                               const float* bias, size_t r, size_t t, float* HWY_RESTRICT out) {
