@@ -47,8 +47,11 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 # the tests run NEON_DOTPROD and NEON), Cortex-A72 (ARMv8.0, no dotprod: an
 # sdot reached there would fault) and QEMU's "max" (adds SVE, SVE2, BF16
 # and I8MM, so attention's BFDOT products and prefill's SMMLA Linear run
-# too). POCKET_TEST_CPU_HAS_DOTPROD, POCKET_TEST_CPU_HAS_BF16 and
-# POCKET_TEST_CPU_HAS_I8MM tell the tests what each one has.
+# too). "max" runs again with 128-bit and 256-bit SVE vectors, the lengths
+# of Armv9 phones (Cortex-A510/A710/X2 and later) and of Neoverse V1: there
+# Highway adds the SVE2_128 and SVE_256 targets, which qemu's default (512
+# bits) never reaches. POCKET_TEST_CPU_HAS_DOTPROD, POCKET_TEST_CPU_HAS_BF16
+# and POCKET_TEST_CPU_HAS_I8MM tell the tests what each one has.
 dir=$build/base
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
@@ -56,7 +59,8 @@ cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
 cmake --build "$dir" --target pocket_cpu -j2
 make -C "$dir" backends_tests/fast -j2  # /fast: not the CLI the test target also lists
 # CPU:dotprod:bf16:i8mm
-for cpu_has in neoverse-n1:1:0:0 cortex-a72:0:0:0 max:1:1:1; do
+for cpu_has in neoverse-n1:1:0:0 cortex-a72:0:0:0 max:1:1:1 \
+  max,sve-default-vector-length=16:1:1:1 max,sve-default-vector-length=32:1:1:1; do
   IFS=: read -r cpu dotprod bf16 i8mm <<<"$cpu_has"
   echo "--- backends_tests on qemu -cpu $cpu"
   POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 \

@@ -38,6 +38,9 @@ TEST_F(KernelTargetTest, EachTargetCanBeChosenByNameInAnyCase) {
     ASSERT_FALSE(left.empty());
     EXPECT_EQ(left.front(), name);
     EXPECT_EQ(left.back(), all.back());
+    // Listing the targets leaves dispatch where the restriction put it
+    // (Highway 1.0.3's SupportedTargets() alone would choose again).
+    EXPECT_EQ(std::string(KernelTargetName()), name) << "after listing";
     LiftKernelTargetRestriction();
   }
 }

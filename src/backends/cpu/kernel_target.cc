@@ -138,9 +138,36 @@ const char* KernelTargetName() {
   return Int8ExtensionChosen() ? kExtension : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
 }
 
+namespace {
+
+// The mask of hwy::DisableTargets in force: a restriction's, or every
+// target better than the best one this CPU runs.
+std::atomic<int64_t> disabled_targets{0};
+
+void Disable(int64_t targets) {
+  disabled_targets.store(targets, std::memory_order_relaxed);
+  hwy::DisableTargets(targets);
+}
+
+// hwy::SupportedAndGeneratedTargets without moving dispatch. In Highway
+// 1.0.3 each hwy::SupportedTargets() call chooses the dispatch target again
+// from what the CPU has, ignoring DisableTargets: listing the targets after
+// `--cpu-target avx2` sent the kernels back to AVX3_DL. And that choice
+// passes over the targets specialized for one vector length: under qemu
+// with 128-bit SVE2 vectors (Cortex-A510/A710/X2 and later phones) it
+// listed SVE2_128 first and dispatched to SVE2, with 256-bit ones (Neoverse
+// V1) SVE_256 and SVE2. DisableTargets chooses from the list.
+std::vector<int64_t> ListTargets() {
+  std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  hwy::DisableTargets(disabled_targets.load(std::memory_order_relaxed));
+  return targets;
+}
+
+}  // namespace
+
 std::vector<std::string> KernelTargets() {
   std::vector<std::string> names;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+  for (int64_t target : ListTargets()) {
     if (target == kExtensionBase && Int8ExtensionAvailable() && Allowed()) {
       names.push_back(kExtension);
     }
@@ -156,12 +183,11 @@ std::string KernelTargetList(const char* separator) {
 }
 
 bool RestrictKernelTargets(const std::string& name) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+  for (int64_t target : ListTargets()) {
     const bool extended = target == kExtensionBase && Int8ExtensionAvailable() && Allowed() &&
                           SameName(name, kExtension);
     if (!extended && !SameName(name, hwy::TargetName(target))) continue;
-    // Better targets have the lower bits.
-    hwy::DisableTargets(target - 1);
+    Disable(target - 1);  // better targets have the lower bits
     // The base target's own name means without the extension.
     if (target == kExtensionBase) AllowInt8Extension(extended);
     AllowArmI8mm(target != HWY_NEON);
@@ -171,10 +197,17 @@ bool RestrictKernelTargets(const std::string& name) {
 }
 
 void LiftKernelTargetRestriction() {
-  hwy::DisableTargets(0);
+  Disable(0);
+  const std::vector<int64_t> targets = ListTargets();
+  Disable(targets.empty() ? 0 : targets.front() - 1);  // the best one (ListTargets)
   AllowInt8Extension(true);
   AllowArmI8mm(true);
 }
+
+namespace {
+// Every kernel dispatches to the best target from the first call on.
+[[maybe_unused]] const bool kBestTargetChosen = (LiftKernelTargetRestriction(), true);
+}  // namespace
 
 }  // namespace pocket::cpu
 #endif  // HWY_ONCE

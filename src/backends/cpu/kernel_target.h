@@ -22,7 +22,9 @@ const char* KernelTargetName();
 
 // The targets the kernels can dispatch to now: compiled into this build,
 // run by this CPU and not excluded by RestrictKernelTargets, best first,
-// spelled as KernelTargetName.
+// spelled as KernelTargetName. Unrestricted, the kernels dispatch to the
+// first (also where Highway 1.0.3 alone would not: kernel_target.cc).
+// Like RestrictKernelTargets, not to be called beside running kernels.
 std::vector<std::string> KernelTargets();
 // The same names in one string, `separator` between them (for messages).
 std::string KernelTargetList(const char* separator);
