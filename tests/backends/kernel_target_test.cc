@@ -116,6 +116,22 @@ TEST_F(KernelTargetTest, Int8ExtensionIsListedWhereTheCpuHasIt) {
   EXPECT_TRUE(Int8ExtensionChosen());
 }
 
+// The int8 decode GEMV of SVE2_128 runs NEON_DOTPROD's kernels exactly
+// where that target is dispatched to and the CPU runs the extension
+// (tools/ci-aarch64.sh runs qemu's max with 128-bit vectors); never on x86.
+TEST_F(KernelTargetTest, Sve2x128DecodesWithDotprodWhereTheCpuHasIt) {
+  const bool dotprod = Int8ExtensionName() != nullptr &&
+                       std::string(Int8ExtensionName()) == "NEON_DOTPROD" &&
+                       Int8ExtensionAvailable();
+  EXPECT_EQ(DotprodDecodesForSve128(), dotprod && std::string(KernelTargetName()) == "SVE2_128");
+  for (const std::string& name : KernelTargets()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(RestrictKernelTargets(name));
+    EXPECT_EQ(DotprodDecodesForSve128(), dotprod && name == "SVE2_128");
+    LiftKernelTargetRestriction();
+  }
+}
+
 // Arm's I8MM prefill kernels are chosen exactly where the build has them,
 // the CPU has I8MM (POCKET_TEST_CPU_HAS_I8MM from tools/ci-aarch64.sh; x86
 // never) and the target is an Arm one with int8 dot products; holding the

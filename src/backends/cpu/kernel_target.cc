@@ -117,6 +117,11 @@ bool Int8ExtensionChosen() {
          HWY_DYNAMIC_DISPATCH(Target)() == kExtensionBase;
 }
 
+bool DotprodDecodesForSve128() {
+  return kExtensionBase == HWY_NEON && Allowed() && Int8ExtensionAvailable() &&
+         HWY_DYNAMIC_DISPATCH(Target)() == HWY_SVE2_128;
+}
+
 void AllowInt8Extension(bool allow) { extension_allowed.store(allow, std::memory_order_relaxed); }
 
 bool ArmI8mmAvailable() {

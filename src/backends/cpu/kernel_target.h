@@ -49,6 +49,13 @@ bool Int8ExtensionAvailable();
 bool Int8ExtensionChosen();
 // Lets the base target's dispatch use them (the default) or not; tests run both.
 void AllowInt8Extension(bool allow);
+// Whether the int8 decode GEMV runs NEON_DOTPROD's kernels although the
+// dispatched target is SVE2_128 (128-bit SVE2: Cortex-A510/A710/X2 and
+// later). At that width NEON's kernel keeps every lane block's sums in
+// registers and names its activation quads in `sdot`; SVE's takes the lane
+// blocks in turn (an array cannot hold its sizeless vectors): 23 against 54
+// instructions per 64-byte chunk of q4 codes. Target names do not change.
+bool DotprodDecodesForSve128();
 
 // Arm's int8 matrix multiply (Armv8.6 FEAT_I8MM: SMMLA), which the prompt's
 // rows16 Linears use (linear_i8mm_arm.cc) on every Arm target with int8 dot

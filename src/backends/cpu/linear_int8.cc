@@ -101,6 +101,10 @@ Int8Kernels ChosenKernels() {
     namespace ext = POCKET_INT8_EXTENSION_NS;
     kernels = {&ext::DecodeRowsInt8,    &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
                &ext::Rows16PrefillInt8, &ext::Rows16DecodeQ8,  &ext::Rows16PrefillQ8};
+  } else if (DotprodDecodesForSve128()) {
+    namespace ext = POCKET_INT8_EXTENSION_NS;
+    kernels.rows16_decode = &ext::Rows16DecodeInt8;
+    kernels.rows16_decode_q8 = &ext::Rows16DecodeQ8;
   }
 #endif
 #if POCKET_ARM_I8MM_KERNELS
