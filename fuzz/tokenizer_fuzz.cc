@@ -51,11 +51,16 @@ std::unique_ptr<pocket::Tokenizer> LoadOrDie(
   return std::move(t).value();
 }
 
+// Qwen3's tokenizer.json, read once for the tokenizer and its added tokens.
+const std::string& Qwen3Json() {
+  static const auto* json = new std::string(ReadAsset("qwen3-tokenizer/tokenizer.json"));
+  return *json;
+}
+
 const pocket::Tokenizer& ByteLevel() {
-  static auto* t =
-      LoadOrDie(pocket::Tokenizer::FromHfJson(ReadAsset("qwen3-tokenizer/tokenizer.json"),
-                                              ReadAsset("qwen3-tokenizer/tokenizer_config.json")))
-          .release();
+  static auto* t = LoadOrDie(pocket::Tokenizer::FromHfJson(
+                                 Qwen3Json(), ReadAsset("qwen3-tokenizer/tokenizer_config.json")))
+                       .release();
   return *t;
 }
 
@@ -65,7 +70,7 @@ const pocket::Tokenizer& ByteLevel() {
 const std::set<int32_t>& ByteLevelUnnormalizedAdded() {
   static const auto* ids = [] {
     auto* set = new std::set<int32_t>;
-    const auto json = nlohmann::json::parse(ReadAsset("qwen3-tokenizer/tokenizer.json"));
+    const auto json = nlohmann::json::parse(Qwen3Json());
     for (const auto& added : json.at("added_tokens")) {
       if (!added.value("normalized", true)) set->insert(added.at("id").get<int32_t>());
     }

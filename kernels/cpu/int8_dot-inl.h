@@ -234,14 +234,6 @@ constexpr size_t kU4Terms = 8;
 #if defined(POCKET_INT8_X86)
 template <class D32>
 using U4Sums = hn::Vec<hn::Repartition<int16_t, D32>>;
-template <class D32>
-HWY_INLINE U4Sums<D32> ZeroU4(D32) {
-  return hn::Zero(hn::Repartition<int16_t, D32>());
-}
-template <class VS>
-HWY_INLINE VS AddU4(VS a, VS b) {
-  return hn::Add(a, b);
-}
 #endif
 #else
 // Straight into int32 lanes (VNNI, sdot): no limit that a group can reach.
@@ -256,9 +248,11 @@ template <class VS>
 HWY_INLINE VS WidenU4(VS sums) {
   return sums;
 }
+#endif
+#if !defined(POCKET_U4_SUMS_16) || defined(POCKET_INT8_X86)  // U4Sums are Highway vectors
 template <class D32>
-HWY_INLINE U4Sums<D32> ZeroU4(D32 d32) {
-  return hn::Zero(d32);
+HWY_INLINE U4Sums<D32> ZeroU4(D32) {
+  return hn::Zero(hn::DFromV<U4Sums<D32>>());
 }
 template <class VS>
 HWY_INLINE VS AddU4(VS a, VS b) {

@@ -202,8 +202,8 @@ bool RestrictKernelTargets(const std::string& name) {
 }
 
 void LiftKernelTargetRestriction() {
-  Disable(0);
-  const std::vector<int64_t> targets = ListTargets();
+  hwy::DisableTargets(0);  // so the list holds every target this CPU runs
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   Disable(targets.empty() ? 0 : targets.front() - 1);  // the best one (ListTargets)
   AllowInt8Extension(true);
   AllowArmI8mm(true);
