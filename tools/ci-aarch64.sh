@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Cross-builds the CPU backend and its tests for aarch64 and runs them under
-# qemu as a Neoverse N1 (NEON with dotprod), a Cortex-A72 (NEON without it)
-# and QEMU's "max" CPU (adds SVE/SVE2 and BF16, so the SVE targets and the
-# BFDOT attention run too). Builds only pocket_cpu and backends_tests; the
-# engine's other modules need nothing beyond what configure checks for. Then
-# the same build with Clang, run on "max". About 20 minutes on 2 cores from
-# scratch. Runs as root on Debian 12 (installs the cross compiler, qemu-user,
-# clang-14 and the arm64 packages it needs).
+# Cross-builds Pocket and its whole test suite for aarch64 and runs it under
+# qemu (cmake/aarch64-linux-gnu.cmake makes ctest start every test binary,
+# and the `pocket` CLI the tests call, under qemu-aarch64): as a Neoverse N1
+# (NEON with dotprod), a Cortex-A72 (NEON without it) and QEMU's "max" CPU
+# with 128-bit vectors (SVE2, BF16 and I8MM, so the SVE targets, the BFDOT
+# attention and the SMMLA prompts run too); the kernels' tests also with
+# 256- and 512-bit vectors. Then the CPU backend and its tests built with
+# Clang, run on "max". About 30 minutes on 2 cores from scratch. Runs as root on Debian 12 (installs the
+# cross compiler, qemu-user, clang-14 and the arm64 packages it needs).
 #
 #   tools/ci-aarch64.sh [BUILD_DIR]      (default build-arm64)
 set -euo pipefail
@@ -22,53 +23,68 @@ if ! command -v clang++-14 >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 >/dev/null
 fi
 
-# arm64 libraries unpacked into a private sysroot (no arm64 install on the host).
-if [ ! -f "$sysroot/.complete" ]; then
+# arm64 libraries unpacked into a private sysroot (no arm64 install on the
+# host: Debian's libsentencepiece-dev cannot be installed for both
+# architectures). The marker records the list, so a sysroot unpacked for
+# an older list is unpacked again.
+pkgs="libhwy-dev libhwy1 libgtest-dev libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2
+  libsentencepiece-dev libsentencepiece0"
+if [ "$(cat "$sysroot/.complete" 2>/dev/null)" != "$pkgs" ]; then
   dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
   apt-get update -qq
   debs=$build/debs
+  rm -rf "$debs" "$sysroot"
   mkdir -p "$debs" "$sysroot"
   chmod 777 "$debs"  # apt downloads as the unprivileged _apt user
-  (cd "$debs" && apt-get download -qq libhwy-dev:arm64 libhwy1:arm64 libgtest-dev:arm64 \
-     libpcre2-dev:arm64 libpcre2-8-0:arm64 libutf8proc-dev:arm64 libutf8proc2:arm64)
+  # shellcheck disable=SC2046  # one word per package
+  (cd "$debs" && apt-get download -qq $(printf '%s:arm64 ' $pkgs))
   for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$sysroot"; done
-  touch "$sysroot/.complete"
+  printf '%s' "$pkgs" >"$sysroot/.complete"
 fi
-# Header-only dependencies come from the host.
-for p in nlohmann-json3-dev libeigen3-dev pkg-config cmake; do
+# Header-only dependencies come from the host, and the NumPy of the
+# Hugging Face reference test.
+for p in nlohmann-json3-dev libeigen3-dev pkg-config cmake python3-numpy; do
   dpkg -s "$p" >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
 done
 
 export POCKET_ARM64_SYSROOT=$sysroot
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
-# One build: Highway's NEON target (ARMv8.0: the vmull/vpadal int8 path),
-# SVE and SVE2, and the NEON_DOTPROD int8 kernels (sdot) that run where the
-# CPU reports dotprod. Three emulated CPUs: Neoverse N1 (NEON with dotprod:
-# the tests run NEON_DOTPROD and NEON), Cortex-A72 (ARMv8.0, no dotprod: an
-# sdot reached there would fault) and QEMU's "max" (adds SVE, SVE2, BF16
-# and I8MM, so attention's BFDOT products and prefill's SMMLA Linear run
-# too). "max" runs again with 128-bit and 256-bit SVE vectors, the lengths
-# of Armv9 phones (Cortex-A510/A710/X2 and later) and of Neoverse V1: there
-# Highway adds the SVE2_128 and SVE_256 targets, which qemu's default (512
-# bits) never reaches. POCKET_TEST_CPU_HAS_DOTPROD, POCKET_TEST_CPU_HAS_BF16
-# and POCKET_TEST_CPU_HAS_I8MM tell the tests what each one has.
+# One build of the whole project and suite: Highway's NEON target (ARMv8.0:
+# the int16 q4 sums), SVE and SVE2, the NEON_DOTPROD int8 kernels (sdot),
+# BF16 attention and I8MM prompts, each run only where the CPU reports it.
+# The whole suite (tokenizers, file format, runtime, API, CLI, the golden
+# generations and the Hugging Face reference) runs on the CPUs of phones:
+# Neoverse N1 (NEON with dotprod, a Cortex-A76: the tests run NEON_DOTPROD
+# and NEON), Cortex-A72 (ARMv8.0, no dotprod: an sdot reached there would
+# fault) and QEMU's "max" with 128-bit vectors (SVE2 with BF16 and I8MM, as
+# Armv9 phones: Cortex-A510/A710/X2 and later; Highway's SVE2_128 target,
+# attention's BFDOT products and prefill's SMMLA Linear run too). The
+# kernels' tests also run on "max" with 256-bit vectors (Neoverse V1: the
+# SVE_256 target) and with its default 512 bits (SVE2), where qemu runs
+# about ten times slower (docs/testing.md). POCKET_TEST_CPU_HAS_DOTPROD,
+# POCKET_TEST_CPU_HAS_BF16 and POCKET_TEST_CPU_HAS_I8MM tell the tests what
+# each CPU has; every test binary takes QEMU_CPU from the environment.
 dir=$build/base
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-  -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
-  -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
-cmake --build "$dir" --target pocket_cpu -j2
-make -C "$dir" backends_tests/fast -j2  # /fast: not the CLI the test target also lists
-# CPU:dotprod:bf16:i8mm
-for cpu_has in neoverse-n1:1:0:0 cortex-a72:0:0:0 max:1:1:1 \
-  max,sve-default-vector-length=16:1:1:1 max,sve-default-vector-length=32:1:1:1; do
-  IFS=: read -r cpu dotprod bf16 i8mm <<<"$cpu_has"
-  echo "--- backends_tests on qemu -cpu $cpu"
-  POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 \
-    POCKET_TEST_CPU_HAS_I8MM=$i8mm QEMU_CPU=$cpu \
-    qemu-aarch64 -L /usr/aarch64-linux-gnu \
-    -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" "$dir/tests/backends_tests" \
-    --gtest_brief=1
+  -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DPOCKET_WITH_SENTENCEPIECE=ON \
+  -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
+cmake --build "$dir" -j2
+# CPU:dotprod:bf16:i8mm:tests (all: ctest; kernels: backends_tests)
+for run in neoverse-n1:1:0:0:all cortex-a72:0:0:0:all max,sve-default-vector-length=16:1:1:1:all \
+  max,sve-default-vector-length=32:1:1:1:kernels max:1:1:1:kernels; do
+  IFS=: read -r cpu dotprod bf16 i8mm tests <<<"$run"
+  export POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16
+  export POCKET_TEST_CPU_HAS_I8MM=$i8mm QEMU_CPU=$cpu
+  if [ "$tests" = all ]; then
+    echo "--- the test suite on qemu -cpu $cpu"
+    ctest --test-dir "$dir" --output-on-failure -j2
+  else
+    echo "--- backends_tests on qemu -cpu $cpu"
+    qemu-aarch64 -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" \
+      "$dir/tests/backends_tests" --gtest_brief=1
+  fi
 done
+unset POCKET_TEST_CPU_HAS_DOTPROD POCKET_TEST_CPU_HAS_BF16 POCKET_TEST_CPU_HAS_I8MM QEMU_CPU
 
 # The same with Clang (the Android NDK's compiler), whose arm_neon.h declares
 # the bf16 types only in files built for BF16 (attention_bf16_arm.cc), on

@@ -1,7 +1,7 @@
 # Exit codes and messages of `pocket convert` / `pocket synth` (0 ok,
 # 1 runtime error, 2 usage error), run through the real CLI.
 if(TARGET pocket_cli)
-  set(_cli $<TARGET_FILE:pocket_cli>)
+  set(_cli ${POCKET_CLI_COMMAND})
   set(_data ${CMAKE_CURRENT_SOURCE_DIR}/data)
   set(_out ${CMAKE_BINARY_DIR}/convert_cli_tmp)
   file(MAKE_DIRECTORY ${_out})

@@ -28,7 +28,7 @@ endif()
 if(_pocket_ref_problem STREQUAL "")
   add_test(NAME reference_hf_logits
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reference/run_reference_tests.py
-                   $<TARGET_FILE:pocket_cli> ${CMAKE_BINARY_DIR}/reference-work)
+                   ${POCKET_CLI_COMMAND} ${CMAKE_BINARY_DIR}/reference-work)
   set_tests_properties(reference_hf_logits PROPERTIES
     TIMEOUT 1200 LABELS "reference"
     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")

@@ -33,8 +33,17 @@ TEST(Fp16, KnownValues) {
   EXPECT_FLOAT_EQ(F16ToF32(0x3555), 0.333251953125f);
 }
 
+// The compiler's own half type: _Float16 on x86-64, whose GCC has no
+// __fp16; __fp16 (IEEE format, converted by FCVT) on AArch64, whose g++
+// has no _Float16.
+#if defined(__aarch64__)
+using CompilerHalf = __fp16;
+#else
+using CompilerHalf = _Float16;
+#endif
+
 uint16_t CompilerF16(float f) {
-  const _Float16 h = static_cast<_Float16>(f);
+  const CompilerHalf h = static_cast<CompilerHalf>(f);
   uint16_t u;
   std::memcpy(&u, &h, 2);
   return u;
