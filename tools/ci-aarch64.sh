@@ -6,7 +6,7 @@
 # with 128-bit vectors (SVE2, BF16 and I8MM, so the SVE targets, the BFDOT
 # attention and the SMMLA prompts run too); the kernels' tests also with
 # 256- and 512-bit vectors. Then the CPU backend and its tests built with
-# Clang, run on "max". About 40 minutes on 2 cores from scratch. Runs as
+# Clang, run on 128-bit "max". About 40 minutes on 2 cores from scratch. Runs as
 # root on Debian 12 (installs the cross compiler, qemu-user, clang-14 and
 # the arm64 packages it needs).
 #
