@@ -50,6 +50,17 @@ done
 
 export POCKET_ARM64_SYSROOT=$sysroot
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+# ctest in build DIR under qemu as CPU (each test binary and the CLI take
+# QEMU_CPU from the environment), telling the tests whether it has dotprod,
+# BF16 and I8MM (1 or 0); further arguments go to ctest.
+suite() {  # DIR CPU DOTPROD BF16 I8MM [CTEST_ARGS...]
+  local dir=$1 cpu=$2 dotprod=$3 bf16=$4 i8mm=$5
+  shift 5
+  echo "--- $(basename "$dir"): ctest $* on qemu -cpu $cpu"
+  POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 \
+    POCKET_TEST_CPU_HAS_I8MM=$i8mm QEMU_CPU=$cpu ctest --test-dir "$dir" --output-on-failure -j2 "$@"
+}
+
 # One build of the whole project and suite: Highway's NEON target (ARMv8.0:
 # the int16 q4 sums), SVE and SVE2, the NEON_DOTPROD int8 kernels (sdot),
 # BF16 attention and I8MM prompts, each run only where the CPU reports it.
@@ -64,32 +75,22 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 # SVE_256 target) and with its default 512 bits (SVE2), where qemu runs
 # about ten times slower (docs/testing.md). POCKET_TEST_CPU_HAS_DOTPROD,
 # POCKET_TEST_CPU_HAS_BF16 and POCKET_TEST_CPU_HAS_I8MM tell the tests what
-# each CPU has; every test binary takes QEMU_CPU from the environment.
+# each CPU has.
 dir=$build/base
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DPOCKET_WITH_SENTENCEPIECE=ON \
   -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" -j2
-# CPU:dotprod:bf16:i8mm:tests (all: ctest; kernels: backends_tests)
-for run in neoverse-n1:1:0:0:all cortex-a72:0:0:0:all max,sve-default-vector-length=16:1:1:1:all \
-  max,sve-default-vector-length=32:1:1:1:kernels max:1:1:1:kernels; do
-  IFS=: read -r cpu dotprod bf16 i8mm tests <<<"$run"
-  export POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16
-  export POCKET_TEST_CPU_HAS_I8MM=$i8mm QEMU_CPU=$cpu
-  if [ "$tests" = all ]; then
-    echo "--- the test suite on qemu -cpu $cpu"
-    ctest --test-dir "$dir" --output-on-failure -j2
-  else
-    echo "--- backends_tests on qemu -cpu $cpu"
-    ctest --test-dir "$dir" --output-on-failure -j2 -L '^backends$'
-  fi
-done
-unset POCKET_TEST_CPU_HAS_DOTPROD POCKET_TEST_CPU_HAS_BF16 POCKET_TEST_CPU_HAS_I8MM QEMU_CPU
+suite "$dir" neoverse-n1 1 0 0
+suite "$dir" cortex-a72 0 0 0
+suite "$dir" max,sve-default-vector-length=16 1 1 1
+suite "$dir" max,sve-default-vector-length=32 1 1 1 -L '^backends$'
+suite "$dir" max 1 1 1 -L '^backends$'
 
 # The CPU backend and its tests built with Clang (the Android NDK's
 # compiler), whose arm_neon.h declares the bf16 types only in files built for
 # BF16 (attention_bf16_arm.cc), on "max" with 128-bit vectors, where every
-# Arm target, dotprod, BF16 and I8MM run; in two gtest shards at once.
+# Arm target, dotprod, BF16 and I8MM run.
 dir=$build/clang
 cat >"$build/clang.cmake" <<TOOLCHAIN
 include($PWD/cmake/aarch64-linux-gnu.cmake)
@@ -103,13 +104,5 @@ cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$build/clang.cmake" \
   -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" --target pocket_cpu -j2
 make -C "$dir" backends_tests/fast -j2
-echo "--- backends_tests (Clang build) on qemu -cpu max,sve-default-vector-length=16"
-pids=()
-for shard in 0 1; do
-  POCKET_TEST_CPU_HAS_DOTPROD=1 POCKET_TEST_CPU_HAS_BF16=1 POCKET_TEST_CPU_HAS_I8MM=1 \
-    QEMU_CPU=max,sve-default-vector-length=16 GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard \
-    qemu-aarch64 -E LD_LIBRARY_PATH="$sysroot/usr/lib/aarch64-linux-gnu" \
-    "$dir/tests/backends_tests" --gtest_brief=1 &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do wait "$pid"; done  # set -e: a failed shard fails the script
+# Only the kernels' tests are built here: -FA leaves out the CLI's fixture.
+suite "$dir" max,sve-default-vector-length=16 1 1 1 -L '^backends$' -FA test_models
