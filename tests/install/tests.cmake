@@ -6,7 +6,10 @@ if(NOT POCKET_SANITIZE)
   set(_consumer_cache "")
   foreach(_var CMAKE_TOOLCHAIN_FILE POCKET_ARM64_SYSROOT)
     if(${_var})
-      string(APPEND _consumer_cache "set(${_var} \"${${_var}}\" CACHE STRING \"\")\n")
+      # Absolute: the consumer is configured from another directory (a
+      # toolchain given again on a later configure stays relative).
+      file(REAL_PATH "${${_var}}" _path BASE_DIRECTORY ${CMAKE_SOURCE_DIR})
+      string(APPEND _consumer_cache "set(${_var} \"${_path}\" CACHE STRING \"\")\n")
     endif()
   endforeach()
   file(WRITE ${CMAKE_BINARY_DIR}/install-test-cache.cmake "${_consumer_cache}")
