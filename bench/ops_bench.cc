@@ -5,9 +5,10 @@
 // (from cache and from DRAM) and prefill attention, greedy sampling's argmax
 // over a vocabulary, and the cost of one empty ParallelFor (decode issues
 // ~140 per token). --cpu-target=NAME (e.g. avx2, sse4) runs every kernel for
-// that older target, as `pocket --cpu-target` does. --no-i8mm runs the
-// prefill cases without Arm's SMMLA on a CPU with I8MM (the sdot GEMM of the
-// same target: the A/B on a phone whose best target is an SVE one).
+// that older target, as `pocket --cpu-target` does. --no-matrix-ext runs the
+// prefill cases without the matrix unit (Arm's SMMLA on a CPU with I8MM,
+// x86's AMX tiles): the dot-product GEMM of the same target, as `pocket
+// --no-matrix-ext` does.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -264,16 +265,16 @@ BENCHMARK(ParallelForBusy)->ArgNames({"work_ns"})->Arg(1000)->Arg(4000)->UseReal
 }  // namespace
 }  // namespace pocket::cpu
 
-// Google Benchmark's main, after taking --cpu-target=NAME and --no-i8mm out
+// Google Benchmark's main, after taking --cpu-target=NAME and --no-matrix-ext out
 // of the flags.
 int main(int argc, char** argv) {
   std::vector<char*> args;
-  bool i8mm = true;
+  bool matrix_ext = true;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     const std::string flag = "--cpu-target=";
-    if (arg == "--no-i8mm") {
-      i8mm = false;
+    if (arg == "--no-matrix-ext") {
+      matrix_ext = false;
       continue;
     }
     if (arg.rfind(flag, 0) != 0) {
@@ -286,7 +287,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!i8mm) pocket::cpu::AllowArmI8mm(false);
+  if (!matrix_ext) pocket::cpu::AllowMatrixExtension(false);
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;

@@ -15,10 +15,13 @@ std::string DescribeDevices() {
   const cpu::CorePlan plan = cpu::ThisProcessCorePlan();
   std::string order;
   for (const int core : plan.order) order += (order.empty() ? "" : " ") + std::to_string(core);
+  // The matrix unit, where prompts use one (kernel_target.h).
+  const std::string matrix =
+      cpu::MatrixExtensionChosen() ? std::string(", prompts by ") + cpu::MatrixExtensionName() : "";
   std::string out = StringPrintf(
-      "cpu         %s kernels, %u hardware threads (targets here: %s)\n"
+      "cpu         %s kernels%s, %u hardware threads (targets here: %s)\n"
       "            %zu compute threads by default; cores fastest first: %s\n",
-      cpu::KernelTargetName(), std::thread::hardware_concurrency(),
+      cpu::KernelTargetName(), matrix.c_str(), std::thread::hardware_concurrency(),
       cpu::KernelTargetList(" ").c_str(), plan.default_threads, order.c_str());
 #ifdef POCKET_WITH_OPENCL
   out += opencl::DescribeDevices();

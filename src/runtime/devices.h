@@ -7,7 +7,7 @@
 namespace pocket {
 
 // One line per device, e.g.
-//   "cpu        AVX3 kernels, 2 hardware threads (targets here: ...)"
+//   "cpu        AVX3_DL kernels, prompts by AMX, 2 hardware threads (targets here: ...)"
 //   "           2 compute threads by default; cores fastest first: 0 1"
 //   "opencl:0.0 Portable Computing Language / pthread-... (...)"
 // followed, for a backend with no device, by the reason.

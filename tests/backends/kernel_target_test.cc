@@ -132,35 +132,53 @@ TEST_F(KernelTargetTest, Sve2x128DecodesWithDotprodWhereTheCpuHasIt) {
   }
 }
 
-// Arm's I8MM prefill kernels are chosen exactly where the build has them,
-// the CPU has I8MM (POCKET_TEST_CPU_HAS_I8MM from tools/ci-aarch64.sh; x86
-// never) and the target is an Arm one with int8 dot products; holding the
-// kernels to NEON_DOTPROD or NEON (cores without I8MM) leaves them out. The
-// Linear tests pass without them too, so a detection that missed I8MM
-// would go unseen there.
-TEST_F(KernelTargetTest, ArmI8mmIsChosenWhereTheBuildTheCpuAndTheTargetHaveIt) {
+// The matrix extension's prefill kernels are chosen exactly where the build
+// has them, the CPU has the unit and the target is one they run beside:
+// - Arm's I8MM (POCKET_TEST_CPU_HAS_I8MM from tools/ci-aarch64.sh) with the
+//   Arm targets that have int8 dot products; holding the kernels to
+//   NEON_DOTPROD or NEON (cores without I8MM) leaves them out;
+// - x86's AMX-INT8 (/proc/cpuinfo's amx_int8) with AVX3_DL.
+// The Linear tests pass without them too, so a detection that missed the
+// unit would go unseen there.
+TEST_F(KernelTargetTest, MatrixExtensionIsChosenWhereTheBuildTheCpuAndTheTargetHaveIt) {
 #if HWY_ARCH_ARM_A64 && POCKET_ARM_I8MM_KERNELS
-  const bool built = true;
-#else
-  const bool built = false;
-#endif
+  const char* built = "I8MM";
   const std::optional<bool> cpu = testing::CpuHasFeature("i8mm", "POCKET_TEST_CPU_HAS_I8MM");
-  if (!built || cpu.has_value()) EXPECT_EQ(ArmI8mmAvailable(), built && *cpu);
-  const auto takes_i8mm = [](const std::string& name) {
-    return name == "NEON_DOTPROD" || name == "SVE" || name == "SVE2" || name == "SVE_256" ||
-           name == "SVE2_128";
+  const auto takes_it = [](const std::string& name) {
+    return name == "SVE" || name == "SVE2" || name == "SVE_256" || name == "SVE2_128";
   };
-  const bool available = ArmI8mmAvailable();
-  EXPECT_EQ(ArmI8mmChosen(), available && takes_i8mm(KernelTargetName()));
+  const std::string listed_without = "NEON_DOTPROD";  // a listed name, left out when named
+#elif HWY_ARCH_X86 && POCKET_X86_AMX_KERNELS && defined(__linux__)
+  const char* built = "AMX";
+  const std::optional<bool> cpu = testing::CpuHasFeature("amx_int8", "");
+  const auto takes_it = [](const std::string& name) { return name == "AVX3_DL"; };
+  const std::string listed_without;
+#else
+  const char* built = nullptr;
+  const std::optional<bool> cpu = false;
+  const auto takes_it = [](const std::string&) { return false; };
+  const std::string listed_without;
+#endif
+  if (built) {
+    EXPECT_STREQ(MatrixExtensionName(), built);
+  } else {
+    EXPECT_EQ(MatrixExtensionName(), nullptr);
+  }
+  if (!built || cpu.has_value()) EXPECT_EQ(MatrixExtensionAvailable(), built && *cpu);
+  const bool available = MatrixExtensionAvailable();
+  const auto chosen_for = [&](const std::string& name) {
+    return available && (takes_it(name) || (!listed_without.empty() && name == listed_without));
+  };
+  EXPECT_EQ(MatrixExtensionChosen(), chosen_for(KernelTargetName()));
   for (const std::string& name : KernelTargets()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(RestrictKernelTargets(name));
-    EXPECT_EQ(ArmI8mmChosen(), available && takes_i8mm(name) && name != "NEON_DOTPROD");
+    EXPECT_EQ(MatrixExtensionChosen(), available && takes_it(name));
     LiftKernelTargetRestriction();
   }
-  AllowArmI8mm(false);
-  EXPECT_FALSE(ArmI8mmChosen());
-  AllowArmI8mm(true);
+  AllowMatrixExtension(false);
+  EXPECT_FALSE(MatrixExtensionChosen());
+  AllowMatrixExtension(true);
 }
 
 }  // namespace

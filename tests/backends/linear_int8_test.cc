@@ -168,6 +168,38 @@ TEST(LinearInt8Test, ThreadedMatchesReference) {
   }
 }
 
+// The matrix extension's prefill kernels (Arm's I8MM, x86's AMX) apply each
+// group's scales as the dot-product kernels of the same target do, so a
+// prompt's outputs are the same bits with or without them: token tiles
+// full and partial (AMX takes 16 tokens a tile), one chunk and two (64
+// tokens a chunk), threads or not.
+TEST(LinearInt8Test, MatrixExtensionGivesTheSameBits) {
+  if (!MatrixExtensionChosen()) {
+    GTEST_SKIP() << "no matrix extension here (" << KernelTargetName() << ")";
+  }
+  std::mt19937 rng(14);
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  for (const Format& f : kFormats) {
+    if (f.layout != kRows16) continue;
+    for (size_t n : {2, 16, 17, 67}) {
+      const size_t rows = 48, cols = 2560 / f.group * f.group;
+      SCOPED_TRACE(::testing::Message() << DTypeName(f.dtype) << " g" << f.group << " n=" << n);
+      const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
+      std::vector<float> x = RandomFloats(n * cols, rng);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] *= 8.0f;
+      const std::vector<float> bias = RandomFloats(rows, rng);
+      for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> with(n * rows, NAN), without(n * rows, NAN);
+        ASSERT_TRUE(LinearInt8(x.data(), n, w.view, bias.data(), with.data(), threads));
+        AllowMatrixExtension(false);
+        ASSERT_TRUE(LinearInt8(x.data(), n, w.view, bias.data(), without.data(), threads));
+        AllowMatrixExtension(true);
+        ASSERT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * sizeof(float)));
+      }
+    }
+  }
+}
+
 TEST(LinearInt8Test, PlainDtypesIgnoreInt8) {
   std::mt19937 rng(13);
   const testing::TestWeight w = RandomWeight(5, 64, DType::kF16, 0, rng);

@@ -57,8 +57,8 @@ inline std::optional<bool> CpuHasFeature(const char* flag, const char* env) {
 // dispatch forced to that target; checks dispatch really switched. Where the
 // CPU has this build's int8 extension (kernel_target.h), its base target
 // runs twice: as the extension (NEON_DOTPROD, AVX2_VNNI), then without it.
-// Where a target would use Arm's I8MM kernels, it runs with them, then
-// without.
+// Where a target would use the matrix extension's prefill kernels (Arm's
+// I8MM, x86's AMX), it runs with them, then without.
 template <typename Body>
 void ForEachTarget(const Body& body) {
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
@@ -72,14 +72,14 @@ void ForEachTarget(const Body& body) {
       const char* name = both && extended ? Int8ExtensionName() : hwy::TargetName(target);
       SCOPED_TRACE(name);
       EXPECT_STREQ(KernelTargetName(), name);
-      AllowArmI8mm(true);
-      const bool i8mm = ArmI8mmChosen();
+      AllowMatrixExtension(true);
+      const bool matrix_ext = MatrixExtensionChosen();
       body();
-      if (i8mm) {
-        SCOPED_TRACE("without I8MM");
-        AllowArmI8mm(false);
+      if (matrix_ext) {
+        SCOPED_TRACE(std::string("without ") + MatrixExtensionName());
+        AllowMatrixExtension(false);
         body();
-        AllowArmI8mm(true);
+        AllowMatrixExtension(true);
       }
     }
   }

@@ -49,7 +49,14 @@ TEST(BenchCli, ReportsTheRunShapeWithoutARoofline) {
   EXPECT_FALSE(j.contains("roofline"));
   EXPECT_FALSE(j.contains("op_times"));
   // kernel_target_test.cc checks the detection itself.
-  EXPECT_EQ(j["prefill_i8mm"], cpu::ArmI8mmChosen());
+  const bool chosen = cpu::MatrixExtensionChosen();
+  const char* name = cpu::MatrixExtensionName();
+  EXPECT_EQ(j["prefill_i8mm"], chosen && std::string(name) == "I8MM");
+  if (chosen) {
+    EXPECT_EQ(j["prefill_matrix_ext"], name);
+  } else {
+    EXPECT_TRUE(j["prefill_matrix_ext"].is_null());
+  }
 }
 
 TEST(BenchCli, DecodeFractionIsTheMedianOfPairedRuns) {

@@ -133,6 +133,14 @@ TEST(InspectVerify, DevicesListsTheCpuAndEveryBackend) {
   EXPECT_NE(o.out.find(std::string(cpu::KernelTargetName()) + " kernels"), std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("(targets here:" + targets + ")"), std::string::npos) << o.out;
+  // And the matrix unit prompts use, where there is one.
+  const bool matrix = o.out.find(", prompts by ") != std::string::npos;
+  EXPECT_EQ(matrix, cpu::MatrixExtensionChosen()) << o.out;
+  if (matrix) {
+    EXPECT_NE(o.out.find(std::string(", prompts by ") + cpu::MatrixExtensionName() + ","),
+              std::string::npos)
+        << o.out;
+  }
 }
 
 }  // namespace

@@ -332,8 +332,11 @@ int CmdBench(int argc, char** argv) {
   const char* attention = products == cpu::AttentionMath::kBf16   ? "bf16"
                           : products == cpu::AttentionMath::kInt8 ? "int8"
                                                                   : "f32";
-  // Prompts' q4/q8 Linears with Arm's SMMLA (kernel_target.h).
-  const bool prefill_i8mm = math == "int8" && cpu::ArmI8mmChosen();
+  // The matrix unit that multiplied the prompts' q4/q8 Linears, if any
+  // (kernel_target.h: Arm's SMMLA or x86's AMX).
+  const char* matrix_ext =
+      math == "int8" && cpu::MatrixExtensionChosen() ? cpu::MatrixExtensionName() : nullptr;
+  const bool prefill_i8mm = matrix_ext != nullptr && std::string(matrix_ext) == "I8MM";
   if (args.Has("--json")) {
     Json out = Json::object();
     out["model"] = args.Get("-m");
@@ -351,6 +354,7 @@ int CmdBench(int argc, char** argv) {
     out["quant_math"] = math;
     out["attention_math"] = attention;
     out["prefill_i8mm"] = prefill_i8mm;
+    out["prefill_matrix_ext"] = matrix_ext ? Json(matrix_ext) : Json();
     out["cpu_target"] = cpu::KernelTargetName();
     out["rss_increase_mib"] = rss_increase;
     out["cpu_s_per_inference"] = cpu_s_per_inference;
@@ -389,8 +393,11 @@ int CmdBench(int argc, char** argv) {
     std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
     std::printf(
         "math       %s activations for q4/q8 weights%s, %s attention products, %s kernels\n",
-        math.c_str(), prefill_i8mm ? " (prompts by I8MM's SMMLA)" : "", attention,
-        cpu::KernelTargetName());
+        math.c_str(),
+        prefill_i8mm ? " (prompts by I8MM's SMMLA)"
+        : matrix_ext ? " (prompts by AMX tiles)"
+                     : "",
+        attention, cpu::KernelTargetName());
     std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
                 weight_gb * 1e3, decode_gmac_s);
     std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);

@@ -17,6 +17,7 @@ std::vector<std::string> ModelValueFlags() {
 std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags) {
   flags.push_back("--pin-threads");
   flags.push_back("--huge-pages");
+  flags.push_back("--no-matrix-ext");
   return flags;
 }
 
@@ -42,6 +43,9 @@ const char kModelFlagsHelp[] =
     "                        (e.g. avx2_vnni, avx2, sse4, neon; 'pocket inspect\n"
     "                        --devices' lists them): what a CPU without the newer\n"
     "                        extensions gets\n"
+    "  --no-matrix-ext       multiply prompts without the CPU's matrix unit (Arm's\n"
+    "                        I8MM, x86's AMX) where it has one: the same\n"
+    "                        outputs, by the target's dot products\n"
     "  --pin-threads         pin compute worker i to the i-th core, fast cores\n"
     "                        first (Linux, Android; the caller's thread is not\n"
     "                        pinned)\n"
@@ -121,6 +125,7 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
                  args.Get("--cpu-target").c_str(), cpu::KernelTargetList(", ").c_str());
     return kExitUsage;
   }
+  if (args.Has("--no-matrix-ext")) cpu::AllowMatrixExtension(false);
   ModelOptions options;
   options.threads = static_cast<int>(threads);
   options.quant_math = math == "f32" ? cpu::QuantMath::kF32 : cpu::QuantMath::kInt8;

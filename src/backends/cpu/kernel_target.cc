@@ -10,8 +10,12 @@
 #include <sys/auxv.h>
 #elif HWY_ARCH_ARM_A64 && defined(__APPLE__)
 #include <sys/sysctl.h>
-#elif POCKET_AVX2_VNNI_KERNELS
+#elif POCKET_AVX2_VNNI_KERNELS || POCKET_X86_AMX_KERNELS
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -47,7 +51,7 @@ constexpr int64_t kExtensionBase = 0;
 #endif
 
 std::atomic<bool> extension_allowed{true};
-std::atomic<bool> i8mm_allowed{true};
+std::atomic<bool> matrix_allowed{true};
 
 bool Allowed() { return extension_allowed.load(std::memory_order_relaxed); }
 
@@ -64,9 +68,34 @@ bool CpuHasExtension() {
 #endif
 }
 
-bool CpuHasI8mm() {
+#if POCKET_ARM_I8MM_KERNELS
+constexpr const char* kMatrixExtension = "I8MM";
+#elif POCKET_X86_AMX_KERNELS
+constexpr const char* kMatrixExtension = "AMX";
+#else
+constexpr const char* kMatrixExtension = nullptr;
+#endif
+
+bool CpuHasMatrixExtension() {
 #if POCKET_ARM_I8MM_KERNELS  // HWCAP2_I8MM, arm64 Linux ABI
   return ArmCpuReports(2, 13, "hw.optional.arm.FEAT_I8MM");
+#elif POCKET_X86_AMX_KERNELS && defined(__linux__)
+  // CPUID leaf 7, EDX bits 24 and 25: AMX-TILE and AMX-INT8.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  constexpr unsigned kAmxInt8 = 3u << 24;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & kAmxInt8) != kAmxInt8) {
+    return false;
+  }
+  // Linux gives a process the 8 KiB tile state only when asked
+  // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a kernel without AMX
+  // support refuses.
+  constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) != 0) return false;
+  // And the OS saves it: XCR0 bits 17 and 18 (XTILECFG, XTILEDATA).
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  constexpr unsigned kTileState = 3u << 17;
+  return (xcr0_low & kTileState) == kTileState;
 #else
   return false;
 #endif
@@ -124,20 +153,29 @@ bool DotprodDecodesForSve128() {
 
 void AllowInt8Extension(bool allow) { extension_allowed.store(allow, std::memory_order_relaxed); }
 
-bool ArmI8mmAvailable() {
-  static const bool available = CpuHasI8mm();
+const char* MatrixExtensionName() { return kMatrixExtension; }
+
+bool MatrixExtensionAvailable() {
+  static const bool available = CpuHasMatrixExtension();
   return available;
 }
 
-bool ArmI8mmChosen() {
-  if (!ArmI8mmAvailable() || !i8mm_allowed.load(std::memory_order_relaxed)) return false;
+bool MatrixExtensionChosen() {
+  if (!MatrixExtensionAvailable() || !matrix_allowed.load(std::memory_order_relaxed)) return false;
   const int64_t target = HWY_DYNAMIC_DISPATCH(Target)();
+#if HWY_ARCH_ARM_A64
   // NEON_DOTPROD (on Arm the extension is dotprod), or an SVE target.
   return Int8ExtensionChosen() || target == HWY_SVE || target == HWY_SVE2 ||
          target == HWY_SVE_256 || target == HWY_SVE2_128;
+#elif HWY_ARCH_X86
+  return target == HWY_AVX3_DL;
+#else
+  (void)target;
+  return false;
+#endif
 }
 
-void AllowArmI8mm(bool allow) { i8mm_allowed.store(allow, std::memory_order_relaxed); }
+void AllowMatrixExtension(bool allow) { matrix_allowed.store(allow, std::memory_order_relaxed); }
 
 const char* KernelTargetName() {
   return Int8ExtensionChosen() ? kExtension : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
@@ -195,7 +233,7 @@ bool RestrictKernelTargets(const std::string& name) {
     Disable(target - 1);  // better targets have the lower bits
     // The base target's own name means without the extension.
     if (target == kExtensionBase) AllowInt8Extension(extended);
-    AllowArmI8mm(target != HWY_NEON);
+    AllowMatrixExtension(target != HWY_NEON);
     return true;
   }
   return false;
@@ -206,7 +244,7 @@ void LiftKernelTargetRestriction() {
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   Disable(targets.empty() ? 0 : targets.front() - 1);  // the best one (ListTargets)
   AllowInt8Extension(true);
-  AllowArmI8mm(true);
+  AllowMatrixExtension(true);
 }
 
 namespace {

@@ -57,16 +57,26 @@ void AllowInt8Extension(bool allow);
 // instructions per 64-byte chunk of q4 codes. Target names do not change.
 bool DotprodDecodesForSve128();
 
-// Arm's int8 matrix multiply (Armv8.6 FEAT_I8MM: SMMLA), which the prompt's
-// rows16 Linears use (linear_i8mm_arm.cc) on every Arm target with int8 dot
-// products, NEON_DOTPROD and the SVE ones; target names do not change.
-// Available: the build has those kernels and the CPU reports I8MM. Chosen:
-// also the dispatched target is one of those and they are allowed (the
-// default; RestrictKernelTargets to NEON or NEON_DOTPROD, the targets of
-// cores without I8MM, disallows them). Tests run both.
-bool ArmI8mmAvailable();
-bool ArmI8mmChosen();
-void AllowArmI8mm(bool allow);
+// The int8 matrix unit that the prompt's rows16 Linears use where the CPU has
+// it ("the matrix extension"; target names do not change):
+// - "I8MM": Arm's int8 matrix multiply (Armv8.6 FEAT_I8MM: SMMLA;
+//   linear_i8mm_arm.cc), on every Arm target with int8 dot products,
+//   NEON_DOTPROD and the SVE ones. RestrictKernelTargets to NEON or
+//   NEON_DOTPROD, the targets of cores without I8MM, disallows it.
+// - "AMX": x86's AMX-INT8 tiles (TDPBSUD; linear_amx_x86.cc), with AVX3_DL
+//   kernels (every CPU with AMX has AVX3_DL). Linux only: the first call of
+//   MatrixExtensionAvailable asks the kernel for the process's tile state
+//   (arch_prctl ARCH_REQ_XCOMP_PERM), which makes each thread's signal
+//   frames 8 KiB larger.
+// Name: the build's extension (nullptr where it has none). Available: the
+// build has its kernels and the CPU (and OS) grant it. Chosen: also the
+// dispatched target is one it runs beside and it is allowed (the default;
+// `--no-matrix-ext` and tests turn it off). Outputs are the same bits
+// either way.
+const char* MatrixExtensionName();
+bool MatrixExtensionAvailable();
+bool MatrixExtensionChosen();
+void AllowMatrixExtension(bool allow);
 
 // Whether a 64-bit Arm CPU reports a feature that Highway's targets do not
 // check: on Linux and Android bit `hwcap_bit` of the auxiliary vector's

@@ -6,7 +6,7 @@
 // targets assume no I8MM, so CMake compiles this file with
 // -march=armv8.2-a+dotprod+i8mm where the baseline lacks it (and defines
 // POCKET_ARM_I8MM_KERNELS); linear_int8.cc hands the prompt's rows16 Linears
-// to it when the CPU reports I8MM (kernel_target.h: ArmI8mmChosen).
+// to it when the CPU reports I8MM (kernel_target.h: MatrixExtensionChosen).
 // Everything it defines lands in pocket::cpu::N_NEON_I8MM, not in N_NEON,
 // whose functions linear_int8.cc defines without I8MM: the linker must not
 // take one for the other. Elsewhere this file is empty.

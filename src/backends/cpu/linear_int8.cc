@@ -79,7 +79,37 @@ decltype(N_NEON::Rows16PrefillQ8) Rows16PrefillQ8I8mm;
 }  // namespace N_NEON_I8MM
 #endif
 
+// linear_amx_x86.cc's prefill kernels (AMX tiles) for x86 CPUs with
+// AMX-INT8, and the bytes of 64-byte aligned scratch they take.
+#if POCKET_X86_AMX_KERNELS
+namespace amx {
+size_t Rows16PrefillScratch(const Rows16Weights& w, size_t n);
+void Rows16PrefillQ4(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                     size_t r0, size_t r1, uint8_t* scratch, float* out);
+void Rows16PrefillQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                     size_t r0, size_t r1, uint8_t* scratch, float* out);
+}  // namespace amx
+#endif
+
 namespace {
+
+// The first 64-byte boundary at or after p, in a buffer 63 bytes longer
+// than its contents: tiles load whole cache lines (matmul_rows16_amx-inl.h).
+template <typename T>
+T* AlignUp64(T* p) {
+  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+#if POCKET_X86_AMX_KERNELS
+// The AMX kernels with the calling thread's scratch.
+void Rows16PrefillAmx(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                      size_t r0, size_t r1, float* out) {
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(amx::Rows16PrefillScratch(w, n) + 63);
+  (w.q8 ? amx::Rows16PrefillQ8 : amx::Rows16PrefillQ4)(w, a, n, bias, r0, r1,
+                                                       AlignUp64(scratch.data()), out);
+}
+#endif
 
 // The dot-product kernels of the target the CPU kernels dispatch to now.
 struct Int8Kernels {
@@ -108,10 +138,13 @@ Int8Kernels ChosenKernels() {
   }
 #endif
 #if POCKET_ARM_I8MM_KERNELS
-  if (ArmI8mmChosen()) {
+  if (MatrixExtensionChosen()) {
     kernels.rows16_prefill = &N_NEON_I8MM::Rows16PrefillI8mm;
     kernels.rows16_prefill_q8 = &N_NEON_I8MM::Rows16PrefillQ8I8mm;
   }
+#elif POCKET_X86_AMX_KERNELS
+  if (MatrixExtensionChosen())
+    kernels.rows16_prefill = kernels.rows16_prefill_q8 = &Rows16PrefillAmx;
 #endif
   return kernels;
 }
@@ -197,12 +230,12 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<float> scales_sums;
   thread_local std::vector<int32_t> code_sums;
-  codes.resize(n * cols);
+  codes.resize(n * cols + 63);
   scales_sums.resize(2 * n * groups);
   code_sums.resize(n * groups);
   // Plain pointers: inside the tasks, the names above would denote the
   // worker's own (empty) thread_local vectors.
-  int8_t* q = codes.data();
+  int8_t* q = AlignUp64(codes.data());
   float* d = scales_sums.data();
   float* s = d + n * groups;
   // Only the q8 rows16 prefill kernels read the code sums (dpbusd's bias).
