@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 4
+#define POCKET_API_VERSION 5
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -75,6 +75,17 @@ const char* pocket_last_error(void);
 typedef void (*pocket_log_fn)(pocket_log_level level, const char* message, void* user_data);
 /* Routes library diagnostics to `fn` (NULL silences them). Thread-safe. */
 void pocket_set_log_callback(pocket_log_fn fn, void* user_data);
+
+/* Since API version 5. Whether the CPU backend may multiply prompts with the
+ * CPU's matrix unit where this build and the CPU have one: Arm's int8 matrix
+ * multiply (I8MM), or x86's AMX tiles, for which Linux gives the process
+ * 8 KiB more state per thread the first time a prompt runs (signal frames
+ * grow by as much, and a later sigaltstack smaller than that fails). Nonzero
+ * (the default) allows it; 0 keeps the dot-product kernels, and then the
+ * process never asks for the tile state. The outputs are the same bits
+ * either way. Process-wide: call it before loading models, not while one
+ * runs. */
+void pocket_set_cpu_matrix_extension(int32_t allow);
 
 /* ---- models ------------------------------------------------------------ */
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/devices.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -137,6 +138,8 @@ void pocket_set_log_callback(pocket_log_fn fn, void* user_data) {
     fn(static_cast<pocket_log_level>(level), msg.c_str(), user_data);
   });
 }
+
+void pocket_set_cpu_matrix_extension(int32_t allow) { pocket::AllowCpuMatrixExtension(allow != 0); }
 
 void pocket_model_options_init(pocket_model_options* options) {
   if (options == nullptr) return;

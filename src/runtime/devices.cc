@@ -32,4 +32,6 @@ std::string DescribeDevices() {
   return out;
 }
 
+void AllowCpuMatrixExtension(bool allow) { cpu::AllowMatrixExtension(allow); }
+
 }  // namespace pocket

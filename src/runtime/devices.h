@@ -13,4 +13,8 @@ namespace pocket {
 // followed, for a backend with no device, by the reason.
 std::string DescribeDevices();
 
+// Lets the CPU backend multiply prompts with the CPU's matrix unit (Arm's
+// I8MM, x86's AMX; the default) or not (cpu/kernel_target.h). Process-wide.
+void AllowCpuMatrixExtension(bool allow);
+
 }  // namespace pocket

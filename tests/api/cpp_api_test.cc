@@ -8,12 +8,24 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/kernel_target.h"
+
 namespace {
 
 const char kModel[] = POCKET_TEST_MODELS "/stories260K-f32.pocket";
 const char kGoldenContinuation[] =
     ", there was a little girl named Lily. She loved to play outside in the park. One day, "
     "she saw a big, red ball. She wanted to play with it, but it was too high.\n";
+
+// pocket_set_cpu_matrix_extension turns the prompts' matrix unit off and
+// on again (where this host has one, AMX or I8MM, on before and after).
+TEST(CApi, CpuMatrixExtensionCanBeTurnedOff) {
+  const bool chosen = pocket::cpu::MatrixExtensionChosen();
+  pocket_set_cpu_matrix_extension(0);
+  EXPECT_FALSE(pocket::cpu::MatrixExtensionChosen());
+  pocket_set_cpu_matrix_extension(1);
+  EXPECT_EQ(pocket::cpu::MatrixExtensionChosen(), chosen);
+}
 
 TEST(CppApi, LoadFailureCarriesMessage) {
   pocket::Model model;

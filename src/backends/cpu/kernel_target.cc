@@ -161,7 +161,8 @@ bool MatrixExtensionAvailable() {
 }
 
 bool MatrixExtensionChosen() {
-  if (!MatrixExtensionAvailable() || !matrix_allowed.load(std::memory_order_relaxed)) return false;
+  // Allowed first: a process that turned it off never asks for AMX's tiles.
+  if (!matrix_allowed.load(std::memory_order_relaxed) || !MatrixExtensionAvailable()) return false;
   const int64_t target = HWY_DYNAMIC_DISPATCH(Target)();
 #if HWY_ARCH_ARM_A64
   // NEON_DOTPROD (on Arm the extension is dotprod), or an SVE target.

@@ -71,7 +71,8 @@ bool DotprodDecodesForSve128();
 // Name: the build's extension (nullptr where it has none). Available: the
 // build has its kernels and the CPU (and OS) grant it. Chosen: also the
 // dispatched target is one it runs beside and it is allowed (the default;
-// `--no-matrix-ext` and tests turn it off). Outputs are the same bits
+// `--no-matrix-ext`, pocket_set_cpu_matrix_extension and tests turn it
+// off; disallowed, it never asks for AMX's tiles). Outputs are the same bits
 // either way.
 const char* MatrixExtensionName();
 bool MatrixExtensionAvailable();
