@@ -10,7 +10,9 @@
 
 #if POCKET_X86_AMX_KERNELS
 
-#if !defined(__AMX_INT8__) || !defined(__AMX_TILE__) || !defined(__AVX512F__) || \
+// GCC's AMX macros, then Clang's.
+#if !(defined(__AMX_INT8__) || defined(__AMXINT8__)) ||                          \
+    !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || !defined(__AVX512F__) || \
     !defined(__F16C__) || !defined(__FMA__)
 #error "linear_amx_x86.cc needs AVX-512, F16C, FMA and AMX: compile it with -mamx-tile -mamx-int8"
 #endif
