@@ -26,11 +26,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-// AVX3_DL's int8 dot is AVX512-VNNI, which Highway 1.0.3's flags for that
-// target do not enable (linear_int8.cc): the int8 attention products add it.
-#if HWY_TARGET == HWY_AVX3_DL
-HWY_PUSH_ATTRIBUTES("avx512vnni")
-#endif
+#include "backends/cpu/avx3_dl_vnni-inl.h"
 
 #include "kernels/cpu/attention-inl.h"
 #include "kernels/cpu/attention_bf16-inl.h"
@@ -173,10 +169,6 @@ void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* co
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
-
-#if HWY_TARGET == HWY_AVX3_DL
-HWY_POP_ATTRIBUTES
-#endif
 
 #if HWY_ONCE
 namespace pocket::cpu {

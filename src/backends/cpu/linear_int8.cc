@@ -16,12 +16,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-// AVX3_DL's int8 dot is AVX512-VNNI, which Highway 1.0.3's flags for that
-// target do not enable (they name AVX-VNNI, a different extension), so every
-// function compiled for AVX3_DL in this file adds it.
-#if HWY_TARGET == HWY_AVX3_DL
-HWY_PUSH_ATTRIBUTES("avx512vnni")
-#endif
+#include "backends/cpu/avx3_dl_vnni-inl.h"
 
 #include "backends/cpu/linear_int8_kernels-inl.h"
 #include "kernels/cpu/act_quant-inl.h"
@@ -38,10 +33,6 @@ void QuantizeRow(const float* x, size_t cols, size_t block, int8_t* q, float* d,
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
-
-#if HWY_TARGET == HWY_AVX3_DL
-HWY_POP_ATTRIBUTES
-#endif
 
 #if HWY_ONCE
 namespace pocket::cpu {
