@@ -43,7 +43,13 @@ HWY_INLINE size_t ArgmaxArray(const float* HWY_RESTRICT x, size_t count) {
   }
   for (; i + N <= count; i += N) m0 = keep_max(m0, hn::LoadU(d, x + i));
   m0 = keep_max(keep_max(m0, m1), keep_max(m2, m3));
-  float best = hn::GetLane(hn::MaxOfLanes(d, m0));
+  // The lanes' maximum by hand: Highway 1.0.3's MaxOfLanes for EMU128, as
+  // Clang compiles it, starts from the lowest finite float and so returns
+  // -FLT_MAX for lanes of -inf, a value no element holds.
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(m0, d, lanes);
+  float best = kLowest;
+  for (size_t k = 0; k < N; ++k) best = lanes[k] > best ? lanes[k] : best;
   for (; i < count; ++i) best = x[i] > best ? x[i] : best;
   if (!(best > kLowest)) return 0;
 
@@ -53,8 +59,10 @@ HWY_INLINE size_t ArgmaxArray(const float* HWY_RESTRICT x, size_t count) {
     const intptr_t lane = hn::FindFirstTrue(d, hn::Eq(hn::LoadU(d, x + j), target));
     if (lane >= 0) return j + static_cast<size_t>(lane);
   }
-  while (x[j] != best) ++j;  // best was found in the scalar tail
-  return j;
+  for (; j < count; ++j) {  // best was found in the scalar tail
+    if (x[j] == best) return j;
+  }
+  return 0;  // not reached: best is one of the values
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
