@@ -176,7 +176,10 @@ void Rows16Matmul(const Rows16Weights& w, const QuantizedActs& a, size_t n, cons
   float* xs = dx + (n + 15) / 16 * w.groups * 16;
   ByTokenTile(a.d, n, w.groups, dx);
   if constexpr (Codes::kMins) ByTokenTile(a.s, n, w.groups, xs);
-  alignas(64) int32_t sums[2][16 * 16];
+  // A tile of m < 16 tokens stores m rows of sums; the other rows hold an
+  // earlier tile's sums or zeros, defined values that are scaled too but
+  // never written out.
+  alignas(64) int32_t sums[2][16 * 16] = {};
   alignas(64) float acc[16 * 16];
   size_t configured = 0;  // tokens the tiles are configured for
   for (size_t r = r0; r < r1; r += kRows16Block) {
