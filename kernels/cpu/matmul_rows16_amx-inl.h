@@ -131,25 +131,6 @@ struct Q8Codes {
   }
 };
 
-// The bytes of scratch Rows16Matmul needs for n tokens: a block's B tiles
-// and the tokens' group scales and sums, 16 tokens to a run.
-inline size_t ScratchBytes(const Rows16Weights& w, size_t n) {
-  return 16 * w.cols + 2 * ((n + 15) / 16) * w.groups * 16 * sizeof(float);
-}
-
-// Tokens' per-group values v[t * groups + g] laid out 16 tokens to a run,
-// [tile][g][16], tokens past n standing in as the last one: a group's 16
-// scales are then one run and every broadcast has a constant offset.
-inline void ByTokenTile(const float* v, size_t n, size_t groups, float* out) {
-  for (size_t t0 = 0; t0 < n; t0 += 16) {
-    for (size_t g = 0; g < groups; ++g) {
-      for (size_t i = 0; i < 16; ++i, ++out) {
-        *out = v[(t0 + i < n ? t0 + i : n - 1) * groups + g];
-      }
-    }
-  }
-}
-
 // acc[i][16 rows] += float(sums[i]) * (s * dx[i]) + m * xs[i] for the 16
 // tokens i of a tile (without m * xs where there are no mins).
 template <bool kMins>
@@ -165,17 +146,14 @@ inline void ScaleGroup(const int32_t* sums, const float* dx, const float* xs, __
   }
 }
 
-// Rows [r0, r1) of out[n, w.rows] (16-row blocks) for n tokens, with
-// ScratchBytes(w, n) of 64-byte aligned scratch.
+// Rows [r0, r1) of out[n, w.rows] (16-row blocks) for n tokens, whose
+// scales and sums a.d_tiles and a.s_tiles hold 16 tokens to a run, so every
+// broadcast has a constant offset (linear_int8.h). `tiles`: 16 w.cols bytes,
+// 64-byte aligned, for a block's B tiles.
 template <class Codes>
 void Rows16Matmul(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
-                  size_t r0, size_t r1, uint8_t* scratch, float* out) {
+                  size_t r0, size_t r1, uint8_t* tiles, float* out) {
   const size_t k = w.group < 64 ? w.group : 64, steps = w.group / k;
-  uint8_t* tiles = scratch;
-  float* dx = reinterpret_cast<float*>(scratch + 16 * w.cols);
-  float* xs = dx + (n + 15) / 16 * w.groups * 16;
-  ByTokenTile(a.d, n, w.groups, dx);
-  if constexpr (Codes::kMins) ByTokenTile(a.s, n, w.groups, xs);
   // A tile of m < 16 tokens stores m rows of sums; the other rows hold an
   // earlier tile's sums or zeros, defined values that are scaled too but
   // never written out.
@@ -191,8 +169,8 @@ void Rows16Matmul(const Rows16Weights& w, const QuantizedActs& a, size_t n, cons
       configured = m;
       for (size_t i = 0; i < 16 * 16; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
       const int8_t* acts = a.q + t0 * w.cols;
-      const float* tile_dx = dx + t0 * w.groups;  // [g][16]
-      const float* tile_xs = xs + t0 * w.groups;
+      const float* tile_dx = a.d_tiles + t0 * w.groups;  // [g][16]
+      const float* tile_xs = a.s_tiles + t0 * w.groups;
       // Step g (of parity kP) multiplies group g, stores group g - 1's sums
       // and scales group g - 2's: vector loads cannot take their data from a
       // tile store in flight, so they read sums stored a step earlier.

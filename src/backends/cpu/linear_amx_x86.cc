@@ -1,6 +1,6 @@
 // Prefill's q4 and q8 Linear over rows16 weights (matmul_rows16_amx-inl.h)
 // for x86 CPUs with AMX-INT8 (Intel Xeon since Sapphire Rapids). CMake
-// compiles this file with AVX3_DL's flags and -mamx-tile -mamx-int8 where
+// compiles this file with AVX-512's flags and -mamx-tile -mamx-int8 where
 // the baseline lacks AMX (and defines POCKET_X86_AMX_KERNELS); linear_int8.cc
 // hands the prompt's rows16 Linears to it where AVX3_DL is the target and the
 // CPU and the OS grant AMX (kernel_target.h: MatrixExtensionChosen).
@@ -27,16 +27,14 @@
 
 namespace pocket::cpu::amx {
 
-size_t Rows16PrefillScratch(const Rows16Weights& w, size_t n) { return ScratchBytes(w, n); }
-
 void Rows16PrefillQ4(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
-                     size_t r0, size_t r1, uint8_t* scratch, float* out) {
-  Rows16Matmul<Q4Codes>(w, a, n, bias, r0, r1, scratch, out);
+                     size_t r0, size_t r1, uint8_t* tiles, float* out) {
+  Rows16Matmul<Q4Codes>(w, a, n, bias, r0, r1, tiles, out);
 }
 
 void Rows16PrefillQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
-                     size_t r0, size_t r1, uint8_t* scratch, float* out) {
-  Rows16Matmul<Q8Codes>(w, a, n, bias, r0, r1, scratch, out);
+                     size_t r0, size_t r1, uint8_t* tiles, float* out) {
+  Rows16Matmul<Q8Codes>(w, a, n, bias, r0, r1, tiles, out);
 }
 
 }  // namespace pocket::cpu::amx

@@ -71,14 +71,13 @@ decltype(N_NEON::Rows16PrefillQ8) Rows16PrefillQ8I8mm;
 #endif
 
 // linear_amx_x86.cc's prefill kernels (AMX tiles) for x86 CPUs with
-// AMX-INT8, and the bytes of 64-byte aligned scratch they take.
+// AMX-INT8; `tiles` is 16 cols bytes, 64-byte aligned.
 #if POCKET_X86_AMX_KERNELS
 namespace amx {
-size_t Rows16PrefillScratch(const Rows16Weights& w, size_t n);
 void Rows16PrefillQ4(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
-                     size_t r0, size_t r1, uint8_t* scratch, float* out);
+                     size_t r0, size_t r1, uint8_t* tiles, float* out);
 void Rows16PrefillQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
-                     size_t r0, size_t r1, uint8_t* scratch, float* out);
+                     size_t r0, size_t r1, uint8_t* tiles, float* out);
 }  // namespace amx
 #endif
 
@@ -92,18 +91,29 @@ T* AlignUp64(T* p) {
 }
 
 #if POCKET_X86_AMX_KERNELS
-// The AMX kernels with the calling thread's scratch.
+// The AMX kernels with the calling thread's buffer for a block's B tiles.
 void Rows16PrefillAmx(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
                       size_t r0, size_t r1, float* out) {
-  thread_local std::vector<uint8_t> scratch;
-  scratch.resize(amx::Rows16PrefillScratch(w, n) + 63);
+  thread_local std::vector<uint8_t> tiles;
+  tiles.resize(16 * w.cols + 63);
   (w.q8 ? amx::Rows16PrefillQ8 : amx::Rows16PrefillQ4)(w, a, n, bias, r0, r1,
-                                                       AlignUp64(scratch.data()), out);
+                                                       AlignUp64(tiles.data()), out);
+}
+
+// Tokens' per-group values v[t * groups + g] laid out 16 tokens to a run,
+// [t / 16][g][16], tokens past n standing in as the last one (QuantizedActs).
+void ByTokenTile(const float* v, size_t n, size_t groups, float* out) {
+  for (size_t t0 = 0; t0 < n; t0 += 16) {
+    for (size_t g = 0; g < groups; ++g) {
+      for (size_t i = 0; i < 16; ++i, ++out) *out = v[std::min(t0 + i, n - 1) * groups + g];
+    }
+  }
 }
 #endif
 
 // The dot-product kernels of the target the CPU kernels dispatch to now.
 struct Int8Kernels {
+  bool scales_by_tile;  // the prompt kernels take QuantizedActs::d_tiles, s_tiles
   decltype(&HWY_STATIC_DISPATCH(DecodeRowsInt8)) decode;
   decltype(&HWY_STATIC_DISPATCH(PrefillRowsInt8)) prefill;
   decltype(&HWY_STATIC_DISPATCH(Rows16DecodeInt8)) rows16_decode;
@@ -112,16 +122,25 @@ struct Int8Kernels {
   decltype(&HWY_STATIC_DISPATCH(Rows16PrefillQ8)) rows16_prefill_q8;
 };
 
-Int8Kernels ChosenKernels() {
-  Int8Kernels kernels = {
-      &HWY_DYNAMIC_DISPATCH(DecodeRowsInt8),   &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
-      &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8), &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8),
-      &HWY_DYNAMIC_DISPATCH(Rows16DecodeQ8),   &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8)};
+// `prompt`: n > 1, where the matrix extension's kernels may take over.
+Int8Kernels ChosenKernels(bool prompt) {
+  Int8Kernels kernels = {false,
+                         &HWY_DYNAMIC_DISPATCH(DecodeRowsInt8),
+                         &HWY_DYNAMIC_DISPATCH(PrefillRowsInt8),
+                         &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8),
+                         &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8),
+                         &HWY_DYNAMIC_DISPATCH(Rows16DecodeQ8),
+                         &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8)};
 #ifdef POCKET_INT8_EXTENSION_NS
   if (Int8ExtensionChosen()) {
     namespace ext = POCKET_INT8_EXTENSION_NS;
-    kernels = {&ext::DecodeRowsInt8,    &ext::PrefillRowsInt8, &ext::Rows16DecodeInt8,
-               &ext::Rows16PrefillInt8, &ext::Rows16DecodeQ8,  &ext::Rows16PrefillQ8};
+    kernels = {false,
+               &ext::DecodeRowsInt8,
+               &ext::PrefillRowsInt8,
+               &ext::Rows16DecodeInt8,
+               &ext::Rows16PrefillInt8,
+               &ext::Rows16DecodeQ8,
+               &ext::Rows16PrefillQ8};
   } else if (DotprodDecodesForSve128()) {
     namespace ext = POCKET_INT8_EXTENSION_NS;
     kernels.rows16_decode = &ext::Rows16DecodeInt8;
@@ -129,13 +148,17 @@ Int8Kernels ChosenKernels() {
   }
 #endif
 #if POCKET_ARM_I8MM_KERNELS
-  if (MatrixExtensionChosen()) {
+  if (prompt && MatrixExtensionChosen()) {
     kernels.rows16_prefill = &N_NEON_I8MM::Rows16PrefillI8mm;
     kernels.rows16_prefill_q8 = &N_NEON_I8MM::Rows16PrefillQ8I8mm;
   }
 #elif POCKET_X86_AMX_KERNELS
-  if (MatrixExtensionChosen())
+  if (prompt && MatrixExtensionChosen()) {
+    kernels.scales_by_tile = true;
     kernels.rows16_prefill = kernels.rows16_prefill_q8 = &Rows16PrefillAmx;
+  }
+#else
+  (void)prompt;
 #endif
   return kernels;
 }
@@ -174,9 +197,9 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
     }
     for (size_t t = 0; t < n; t += kTokenChunk) {
       const size_t chunk = std::min(kTokenChunk, n - t);
-      const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
-                               acts.s + t * rows.groups,
-                               acts.qs ? acts.qs + t * rows.groups : nullptr};
+      const auto at = [&](const auto* p) { return p ? p + t * rows.groups : nullptr; };
+      const QuantizedActs part{acts.q + t * w.cols, at(acts.d),       at(acts.s),
+                               at(acts.qs),         at(acts.d_tiles), at(acts.s_tiles)};
       prefill(packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
     }
     return;
@@ -236,7 +259,7 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
         q8_rows16 || (items[i].w.dtype == DType::kQ8 && items[i].w.layout == TensorLayout::kRows16);
   }
   int32_t* qs = n > 1 && q8_rows16 ? code_sums.data() : nullptr;
-  const QuantizedActs acts{q, d, s, qs};
+  const Int8Kernels kernels = ChosenKernels(n > 1);
   const size_t threads = NumThreads(pool);
   const size_t quant_tasks = std::min(threads, n);
   ParallelOrInline(pool, quant_tasks, [&](size_t task, size_t) {
@@ -248,6 +271,18 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
        qs ? qs + t * groups : nullptr);
     }
   });
+  QuantizedActs acts{q, d, s, qs};
+#if POCKET_X86_AMX_KERNELS
+  thread_local std::vector<float> tiled;
+  if (kernels.scales_by_tile) {
+    const size_t run = (n + 15) / 16 * 16 * groups;
+    tiled.resize(2 * run);
+    ByTokenTile(d, n, groups, tiled.data());
+    ByTokenTile(s, n, groups, tiled.data() + run);
+    acts.d_tiles = tiled.data();
+    acts.s_tiles = tiled.data() + run;
+  }
+#endif
   // One parallel pass over every weight's rows: each weight gets tasks in
   // proportion to its rows (at least one), so the pass ends together.
   size_t total_rows = 0;
@@ -261,7 +296,6 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
     parts[i] = std::min(blocks, std::max<size_t>(1, want * w.rows / total_rows));
     task_begin[i + 1] = task_begin[i] + parts[i];
   }
-  const Int8Kernels kernels = ChosenKernels();
   ParallelOrInline(pool, task_begin[count], [&](size_t task, size_t) {
     size_t i = 0;
     while (task >= task_begin[i + 1]) ++i;

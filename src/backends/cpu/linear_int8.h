@@ -40,12 +40,18 @@ struct QuantizedRows {
 // has codes q[t * cols, (t + 1) * cols), scales d and exact sums s at
 // [t * groups, (t + 1) * groups), and the sums of each group's codes qs at
 // the same place, which the q8 rows16 prefill kernels need (LinearInt8Group
-// makes them for those only; null otherwise).
+// makes them for those only; null otherwise). The AMX prompt kernels
+// (matmul_rows16_amx-inl.h) also take d and s laid out 16 tokens to a run,
+// [t / 16][g][16] (tokens past the last standing in as the last), which
+// starts at the same offset t * groups for any t that is a multiple of 16
+// (null where they are not made).
 struct QuantizedActs {
   const int8_t* q;
   const float* d;
   const float* s;
   const int32_t* qs = nullptr;
+  const float* d_tiles = nullptr;
+  const float* s_tiles = nullptr;
 };
 
 // out[n, w.rows] = x * W^T (+ bias) with int8 activations. Returns false
