@@ -44,6 +44,8 @@
 #undef POCKET_BF16_X86
 #undef POCKET_BF16_ARM
 #undef POCKET_BF16_ATTR
+#undef POCKET_ATTENTION_AMX
+#undef POCKET_AMX_ATTR
 #if HWY_TARGET == HWY_AVX3_DL && (HWY_COMPILER_GCC_ACTUAL || HWY_COMPILER_CLANG)
 #define POCKET_ATTENTION_BF16 1
 #define POCKET_BF16_X86 1
@@ -310,6 +312,214 @@ struct Bf16Block {
   }
 };
 
+#if POCKET_X86_AMX_KERNELS
+#define POCKET_ATTENTION_AMX 1
+// GCC pastes tile numbers into its AMX assembly and Clang's builtins check
+// their caller's features: the functions that use tiles carry AMX's.
+#define POCKET_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
+
+// AttendGroup's Block with AMX-BF16 tiles, for a bf16 cache read in place on
+// x86 CPUs that have them (kernel_target.h: MatrixExtensionMultipliesBf16).
+// TDPBF16PS adds A[m][2k] B[k][2n] + A[m][2k + 1] B[k][2n + 1] into C[m][n]
+// for 16 x 16 sums and 32 pairs: 8,192 multiply-adds, where vdpbf16ps
+// makes 32. A bf16 page already holds both products' B operands in the
+// tile layout, 16 pairs of 4 bytes a row:
+//   q . k   B row k: channel pair k of 16 positions; A: 16 query rows, 32
+//           channels a tile (from the rows' bf16 queries).
+//   w V     B row k: position pair k of 16 channels; A: 16 rows' softmax
+//           weights in bf16, 32 positions a tile.
+// So a tile's 16 rows share each K and V load (Bf16Block's 4 rows do), and
+// a 64-position block of head 64 takes 8 tile products each way. Scores go
+// through memory to AttendGroup's softmax (AVX-512), and each block's
+// weighted V is added to the rows' outputs, which the softmax rescales.
+// head_dim: a multiple of 32, at most kMaxHead (Q's tiles stay loaded).
+struct AmxBf16Block {
+  static constexpr bool kCoarseExp = true;  // as Bf16Block: weights in bf16
+  static constexpr size_t kRows = 16;       // a tile's rows
+  static constexpr size_t kMaxHead = 128;
+  // Only bf16 pages come here, read in place: each B tile's 16 lines are
+  // asked for in the next block as the tile is loaded.
+  template <typename T>
+  static constexpr bool kPacedPrefetch = true;
+  const float* const* q_rows;
+  // The rows' queries in bf16, then 15 rows of zeros (a tile reads 16 rows
+  // from any row); 64-byte aligned.
+  uint16_t* qb;
+  const uint32_t* k_pairs = nullptr;
+  size_t k_pair_stride = 0;  // pairs between K's channel pairs
+  const uint32_t* v_pairs = nullptr;
+  size_t count = 0;  // the block's positions
+  const uint32_t* next_k_pairs = nullptr;
+  const uint32_t* next_v_pairs = nullptr;
+
+  HWY_INLINE void PaceNext(const void* k_block, const void* v_block) {
+    next_k_pairs = static_cast<const uint32_t*>(k_block);
+    next_v_pairs = static_cast<const uint32_t*>(v_block);
+  }
+
+  // Every tile 16 rows of 64 bytes (palette 1).
+  POCKET_AMX_ATTR static void Configure() {
+    alignas(64) uint8_t config[64] = {};
+    config[0] = 1;
+    for (int t = 0; t < 8; ++t) {
+      config[16 + 2 * t] = 64;  // bytes per row, 16 bits little-endian
+      config[48 + t] = 16;      // rows
+    }
+    // GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes.
+    __asm__ volatile("" : : "m"(config) : "memory");
+    _tile_loadconfig(config);
+  }
+
+  POCKET_AMX_ATTR static void Release() { _tile_release(); }
+
+  POCKET_AMX_ATTR void PrepareRows(size_t rows, size_t head_dim) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < head_dim; c += 16) StoreBf16(q_rows[r] + c, qb + r * head_dim + c);
+    }
+    std::memset(qb + rows * head_dim, 0, 15 * head_dim * sizeof(uint16_t));
+    Configure();
+  }
+
+  template <typename T>
+  HWY_INLINE void Widen(const T* HWY_RESTRICT k_block, size_t k_stride,
+                        const T* HWY_RESTRICT v_block, size_t /*v_stride*/, size_t block_count,
+                        size_t /*padded*/, size_t /*head_dim*/, size_t /*slot*/) {
+    static_assert(std::is_same_v<T, hwy::bfloat16_t>, "AMX reads bf16 pages only");
+    k_pairs = reinterpret_cast<const uint32_t*>(k_block);
+    k_pair_stride = k_stride / 2;
+    v_pairs = reinterpret_cast<const uint32_t*>(v_block);
+    count = block_count;
+  }
+
+  // Asks for the 16 lines (`stride` bytes apart) at `at` in the next block.
+  static HWY_INLINE void PrefetchTile(const uint32_t* next, size_t at, size_t stride) {
+    if (next == nullptr) return;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(next + at);
+    for (size_t j = 0; j < 16; ++j) hwy::Prefetch(p + j * stride);
+  }
+
+  // scores[r][0, padded) = q[take[r]] . k for the kTaken rows (rows of
+  // scores kScoreBlock floats apart: the tile also writes the rows past
+  // kTaken, which AttendGroup's array holds).
+  template <size_t kTaken, class D>
+  POCKET_AMX_ATTR void Scores(D, const size_t* take, size_t head_dim, size_t padded,
+                              float* const* scores) const {
+    // AttendGroup takes rows in order, skipping those that end before the
+    // block: with lens in order (AttendGroupAmx), a prefix. So the rows
+    // taken follow each other in qb.
+    const uint16_t* a = qb + take[0] * head_dim;
+    const size_t a_stride = head_dim * sizeof(uint16_t);
+    const size_t tiles = head_dim / 32;
+    _tile_loadd(0, a, a_stride);
+    if (tiles > 1) _tile_loadd(1, a + 32, a_stride);
+    if (tiles > 2) _tile_loadd(2, a + 64, a_stride);
+    if (tiles > 3) _tile_loadd(3, a + 96, a_stride);
+    const size_t b_stride = k_pair_stride * sizeof(uint32_t);
+    for (size_t p = 0; p < padded; p += 16) {
+      _tile_zero(5);
+      // Q tile t times K's channel pairs 16 t .. 16 t + 15 at p, B tiles 4
+      // and 6 in turn.
+#define POCKET_AMX_SCORE_TILE(t, b)               \
+  if (tiles > t) {                                \
+    const size_t at = 16 * t * k_pair_stride + p; \
+    _tile_loadd(b, k_pairs + at, b_stride);       \
+    PrefetchTile(next_k_pairs, at, b_stride);     \
+    _tile_dpbf16ps(5, t, b);                      \
+  }
+      POCKET_AMX_SCORE_TILE(0, 4)
+      POCKET_AMX_SCORE_TILE(1, 6)
+      POCKET_AMX_SCORE_TILE(2, 4)
+      POCKET_AMX_SCORE_TILE(3, 6)
+#undef POCKET_AMX_SCORE_TILE
+      _tile_stored(5, scores[0] + p, kScoreBlock * sizeof(float));
+    }
+  }
+
+  // out[r][head_dim] += sum_p w[r][p] * v[p] for p < n and the kTaken rows;
+  // w[r] (kScoreBlock floats apart) is zero from n up to the next multiple
+  // of 16.
+  template <size_t kTaken, class D>
+  POCKET_AMX_ATTR void AddWeightedV(D, float* const* w, size_t n, size_t head_dim,
+                                    float* const* out) const {
+    // The weights in bf16, 32 positions an A tile: zero past n and in the
+    // rows not taken.
+    alignas(64) uint16_t wb[kRows * kScoreBlock];
+    const size_t chunks = (n + 31) / 32;
+    const size_t filled = (n + 15) / 16 * 16;
+    for (size_t r = 0; r < kRows; ++r) {
+      uint16_t* row = wb + r * kScoreBlock;
+      size_t p = 0;
+      if (r < kTaken) {
+        for (; p < filled; p += 16) StoreBf16(w[0] + r * kScoreBlock + p, row + p);
+      }
+      std::memset(row + p, 0, (32 * chunks - p) * sizeof(uint16_t));
+    }
+    // V's pairs are read in place but for a chunk that reaches past the
+    // block: there a page may hold anything (0 * NaN is NaN), so that chunk
+    // is copied with the odd pair's second half and the pairs after it
+    // cleared. Only the last chunk can.
+    alignas(64) uint32_t cleared[16 * kMaxHead];
+    const size_t valid = count / 2;  // pairs wholly in the block
+    const size_t last = chunks - 1;
+    const bool clear_last = 16 * last + 16 > valid;
+    if (clear_last) {
+      const uint32_t* b = v_pairs + 16 * last * head_dim;
+      const __m512i even_half = _mm512_set1_epi32(0xFFFF);
+      for (size_t j = 0; j < 16; ++j) {
+        const size_t pair = 16 * last + j;
+        for (size_t c = 0; c < head_dim; c += 16) {
+          __m512i v = _mm512_setzero_si512();
+          if (pair < valid) v = _mm512_loadu_si512(b + j * head_dim + c);
+          if (pair == valid && count % 2 != 0) {
+            v = _mm512_and_si512(_mm512_loadu_si512(b + j * head_dim + c), even_half);
+          }
+          _mm512_store_si512(cleared + j * head_dim + c, v);
+        }
+      }
+    }
+    const size_t b_stride = head_dim * sizeof(uint32_t);
+    alignas(64) float sums[kRows * 64];
+    for (size_t c0 = 0; c0 < head_dim; c0 += 64) {
+      const size_t tiles = std::min<size_t>(4, (head_dim - c0) / 16);
+      _tile_zero(1);
+      if (tiles > 1) _tile_zero(3);
+      if (tiles > 2) _tile_zero(5);
+      if (tiles > 3) _tile_zero(7);
+      for (size_t ch = 0; ch < chunks; ++ch) {
+        const bool in_place = !(clear_last && ch == last);
+        const uint32_t* b = in_place ? v_pairs + 16 * ch * head_dim : cleared;
+        _tile_loadd(0, wb + 32 * ch, kScoreBlock * sizeof(uint16_t));
+        // The weights times channels c0 + 16 j .. c0 + 16 j + 15 into sums
+        // tile 2 j + 1, B tiles 2 and 4 in turn.
+#define POCKET_AMX_V_TILE(j, acc, breg)                                                   \
+  if (tiles > j) {                                                                        \
+    _tile_loadd(breg, b + c0 + 16 * j, b_stride);                                         \
+    if (in_place) PrefetchTile(next_v_pairs, 16 * ch * head_dim + c0 + 16 * j, b_stride); \
+    _tile_dpbf16ps(acc, 0, breg);                                                         \
+  }
+        POCKET_AMX_V_TILE(0, 1, 2)
+        POCKET_AMX_V_TILE(1, 3, 4)
+        POCKET_AMX_V_TILE(2, 5, 2)
+        POCKET_AMX_V_TILE(3, 7, 4)
+#undef POCKET_AMX_V_TILE
+      }
+      constexpr size_t kSumStride = 64 * sizeof(float);
+      _tile_stored(1, sums, kSumStride);
+      if (tiles > 1) _tile_stored(3, sums + 16, kSumStride);
+      if (tiles > 2) _tile_stored(5, sums + 32, kSumStride);
+      if (tiles > 3) _tile_stored(7, sums + 48, kSumStride);
+      for (size_t r = 0; r < kTaken; ++r) {
+        for (size_t j = 0; j < tiles; ++j) {
+          float* o = out[r] + c0 + 16 * j;
+          _mm512_storeu_ps(
+              o, _mm512_add_ps(_mm512_loadu_ps(o), _mm512_load_ps(sums + r * 64 + 16 * j)));
+        }
+      }
+    }
+  }
+};
+#endif  // POCKET_X86_AMX_KERNELS
+
 #elif defined(POCKET_BF16_ARM)
 
 // The same Block with 128-bit vectors: 4 positions (q . k) or channels
@@ -566,6 +776,23 @@ void AttendGroupBf16(const float* const* q_rows, const size_t* lens, float* cons
   });
 }
 #endif  // POCKET_ATTENTION_BF16
+
+#if defined(POCKET_ATTENTION_AMX)
+// AttendGroup over a bf16 cache with AmxBf16Block's tile products, where
+// MatrixExtensionMultipliesBf16 (head_dim a multiple of 32, at most 128, and
+// lens nondecreasing, as the rows of consecutive tokens are). q_scratch:
+// the rows' queries in bf16 and 15 rows more, 64-byte aligned.
+POCKET_AMX_ATTR void AttendGroupAmx(const float* const* q_rows, const size_t* lens,
+                                    float* const* out_rows, size_t rows, const KvView& kv,
+                                    size_t kv_offset, size_t head_dim, float scale, size_t begin,
+                                    size_t end, bool normalize, void* q_scratch, float* max,
+                                    float* sum) {
+  AmxBf16Block block{q_rows, static_cast<uint16_t*>(q_scratch)};
+  AttendGroup<hwy::bfloat16_t>(block, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin,
+                               end, normalize, max, sum);
+  AmxBf16Block::Release();
+}
+#endif
 
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -181,6 +181,10 @@ TEST(AttentionTest, MatchesReference) {
       {KvType::kBf16, 64, 150, 40, 14, 2, 64},
       {KvType::kBf16, 48, 300, 3, 4, 2, 16, 0.02f},
       {KvType::kBf16, 64, 0, 40, 4, 2, 64, 1.0f},
+      // Heads of 3 and 4 tiles' channels (AMX-BF16 takes heads of 32 to
+      // 128 channels, and 16 rows at a time: 18 rows per token here).
+      {KvType::kBf16, 32, 45, 20, 18, 2, 96},
+      {KvType::kBf16, 64, 70, 33, 8, 2, 128},
   };
   for (const Case& c : cases) CheckAttention(c, nullptr, rng);
   for (const Case& c : cases) CheckAttention(c, nullptr, rng, AttentionMath::kBf16);
@@ -273,6 +277,28 @@ TEST(AttentionTest, OtherCachesGetBf16ProductsWhereTheTargetAndTheCpuHaveThem) {
       // Whole vectors of channels: head_dim a multiple of 16.
       EXPECT_EQ(AttentionMathFor(view, 24, AttentionMath::kBf16), AttentionMath::kF32);
     }
+  });
+}
+
+TEST(AttentionTest, Bf16CachesTakeTheMatrixUnitWhereTheCpuMultipliesBf16OnIt) {
+  // x86's AMX-BF16 (kernel_target_test.cc checks its detection): bf16
+  // products over a bf16 cache, heads of 32 to 128 channels in 32s. The
+  // reference tests pass either way, so a condition that quietly sent
+  // attention back to vdpbf16ps would go unseen.
+  ForEachTarget([&] {
+    const bool unit = MatrixExtensionMultipliesBf16() && AttentionBf16Available();
+    KvView bf16;
+    bf16.type = KvType::kBf16;
+    bf16.page_tokens = 64;
+    for (const size_t head : {32, 64, 96, 128}) {
+      EXPECT_EQ(AttentionByMatrixExtension(bf16, head, AttentionMath::kBf16), unit) << head;
+    }
+    EXPECT_FALSE(AttentionByMatrixExtension(bf16, 48, AttentionMath::kBf16));
+    EXPECT_FALSE(AttentionByMatrixExtension(bf16, 160, AttentionMath::kBf16));
+    EXPECT_FALSE(AttentionByMatrixExtension(bf16, 64, AttentionMath::kF32));
+    KvView f16 = bf16;
+    f16.type = KvType::kF16;
+    EXPECT_FALSE(AttentionByMatrixExtension(f16, 64, AttentionMath::kBf16));
   });
 }
 

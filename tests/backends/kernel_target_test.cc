@@ -181,5 +181,28 @@ TEST_F(KernelTargetTest, MatrixExtensionIsChosenWhereTheBuildTheCpuAndTheTargetH
   AllowMatrixExtension(true);
 }
 
+// x86's AMX-BF16 (/proc/cpuinfo's amx_bf16) multiplies attention's bf16
+// products where the matrix extension is chosen; Arm's I8MM does not. The
+// attention tests pass without it too.
+TEST_F(KernelTargetTest, MatrixExtensionMultipliesBf16WhereTheCpuHasAmxBf16) {
+#if HWY_ARCH_X86 && POCKET_X86_AMX_KERNELS && defined(__linux__)
+  const std::optional<bool> cpu = testing::CpuHasFeature("amx_bf16", "");
+#else
+  const std::optional<bool> cpu = false;
+#endif
+  if (cpu.has_value()) {
+    EXPECT_EQ(MatrixExtensionMultipliesBf16(), *cpu && MatrixExtensionChosen());
+  }
+  for (const std::string& name : KernelTargets()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(RestrictKernelTargets(name));
+    if (!MatrixExtensionChosen()) EXPECT_FALSE(MatrixExtensionMultipliesBf16());
+    LiftKernelTargetRestriction();
+  }
+  AllowMatrixExtension(false);
+  EXPECT_FALSE(MatrixExtensionMultipliesBf16());
+  AllowMatrixExtension(true);
+}
+
 }  // namespace
 }  // namespace pocket::cpu

@@ -57,6 +57,9 @@ TEST(BenchCli, ReportsTheRunShapeWithoutARoofline) {
   } else {
     EXPECT_TRUE(j["prefill_matrix_ext"].is_null());
   }
+  // Heads of 8 channels: attention never takes the matrix unit here.
+  ASSERT_TRUE(j.contains("attention_matrix_ext"));
+  EXPECT_TRUE(j["attention_matrix_ext"].is_null());
 }
 
 TEST(BenchCli, DecodeFractionIsTheMedianOfPairedRuns) {

@@ -337,6 +337,12 @@ int CmdBench(int argc, char** argv) {
   const char* matrix_ext =
       math == "int8" && cpu::MatrixExtensionChosen() ? cpu::MatrixExtensionName() : nullptr;
   const bool prefill_i8mm = matrix_ext != nullptr && std::string(matrix_ext) == "I8MM";
+  // And the one that multiplied attention's products (x86's AMX-BF16).
+  cache.head_dim = static_cast<size_t>(model.config().head_dim);
+  const char* attention_ext =
+      cpu::AttentionByMatrixExtension(cache, cache.head_dim, model.attention_math())
+          ? cpu::MatrixExtensionName()
+          : nullptr;
   if (args.Has("--json")) {
     Json out = Json::object();
     out["model"] = args.Get("-m");
@@ -355,6 +361,7 @@ int CmdBench(int argc, char** argv) {
     out["attention_math"] = attention;
     out["prefill_i8mm"] = prefill_i8mm;
     out["prefill_matrix_ext"] = matrix_ext ? Json(matrix_ext) : Json();
+    out["attention_matrix_ext"] = attention_ext ? Json(attention_ext) : Json();
     out["cpu_target"] = cpu::KernelTargetName();
     out["rss_increase_mib"] = rss_increase;
     out["cpu_s_per_inference"] = cpu_s_per_inference;
@@ -392,12 +399,12 @@ int CmdBench(int argc, char** argv) {
     std::printf("kv cache   %.2f MiB\n", kv_mib);
     std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
     std::printf(
-        "math       %s activations for q4/q8 weights%s, %s attention products, %s kernels\n",
+        "math       %s activations for q4/q8 weights%s, %s attention products%s, %s kernels\n",
         math.c_str(),
         prefill_i8mm ? " (prompts by I8MM's SMMLA)"
         : matrix_ext ? " (prompts by AMX tiles)"
                      : "",
-        attention, cpu::KernelTargetName());
+        attention, attention_ext ? " (by AMX tiles)" : "", cpu::KernelTargetName());
     std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
                 weight_gb * 1e3, decode_gmac_s);
     std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);

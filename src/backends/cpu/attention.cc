@@ -157,6 +157,13 @@ void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* co
                        float* kb, float* vb, void* q_scratch, float* max, float* sum) {
 #if POCKET_ATTENTION_BF16
   if (math == AttentionMath::kBf16 && kv.type != KvType::kQ8) {
+#if defined(POCKET_ATTENTION_AMX)
+    static_assert(AmxBf16Block::kMaxHead == 128, "AttentionByMatrixExtension's limit");
+    if (AttentionByMatrixExtension(kv, head_dim, math) && std::is_sorted(lens, lens + rows)) {
+      return AttendGroupAmx(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin,
+                            end, normalize, q_scratch, max, sum);
+    }
+#endif
     return AttendGroupBf16(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
                            normalize, kb, vb, q_scratch, max, sum);
   }
@@ -528,10 +535,11 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     // kb and vb start on a cache line (64 bytes = 16 floats), so no vector
     // load of them straddles two lines; then max and sum (rows each) and, in
     // bf16 or int8, the rows' queries (AttendGroupAs).
-    const size_t q_floats = math == AttentionMath::kBf16   ? (rows * head_dim + 1) / 2
+    // (bf16: 15 rows more, which AMX's tiles read past the last row.)
+    const size_t q_floats = math == AttentionMath::kBf16   ? ((rows + 15) * head_dim + 1) / 2
                             : math == AttentionMath::kInt8 ? (rows * head_dim + 3) / 4 + 2 * rows
                                                            : 0;
-    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + q_floats + 16);
+    buffer.resize(2 * kGroupBlock * head_dim + 2 * rows + q_floats + 32);
     q_rows.clear();
     out_rows.clear();
     lens.clear();
@@ -556,7 +564,8 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
     float* max = segments > 1 ? part_max + first : b + 2 * kGroupBlock * head_dim;
     float* sum = segments > 1 ? part_sum + first : max + rows;
-    float* q_scratch = b + 2 * kGroupBlock * head_dim + 2 * rows;
+    // On a cache line too: AMX's tiles load its rows.
+    float* q_scratch = b + (2 * kGroupBlock * head_dim + 2 * rows + 15) / 16 * 16;
     if (arm_bf16 != nullptr) {
       arm_bf16(q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
                boundary(seg), boundary(seg + 1), segments == 1, b, b + kGroupBlock * head_dim,
@@ -623,6 +632,12 @@ void Attention(const float* q, size_t n, size_t n_past, const KvView& kv, size_t
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   AttentionGrouped(q, n, n_past, kv, n_heads, n_kv_heads, head_dim, scale,
                    AttentionMathFor(kv, head_dim, math), out, pool);
+}
+
+bool AttentionByMatrixExtension(const KvView& kv, size_t head_dim, AttentionMath math) {
+  return kv.type == KvType::kBf16 && head_dim % 32 == 0 && head_dim <= 128 &&
+         AttentionMathFor(kv, head_dim, math) == AttentionMath::kBf16 &&
+         MatrixExtensionMultipliesBf16();
 }
 
 AttentionMath AttentionMathFor(const KvView& kv, size_t head_dim, AttentionMath math) {

@@ -178,6 +178,19 @@ bool MatrixExtensionChosen() {
 
 void AllowMatrixExtension(bool allow) { matrix_allowed.store(allow, std::memory_order_relaxed); }
 
+bool MatrixExtensionMultipliesBf16() {
+#if POCKET_X86_AMX_KERNELS && defined(__linux__)
+  // CPUID leaf 7, EDX bit 22: AMX-BF16 (the tile state is AMX-INT8's).
+  static const bool bf16 = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx >> 22 & 1) != 0;
+  }();
+  return bf16 && MatrixExtensionChosen();
+#else
+  return false;
+#endif
+}
+
 const char* KernelTargetName() {
   return Int8ExtensionChosen() ? kExtension : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
 }

@@ -79,6 +79,13 @@ bool MatrixExtensionAvailable();
 bool MatrixExtensionChosen();
 void AllowMatrixExtension(bool allow);
 
+// Whether the chosen matrix extension multiplies bf16 too: x86's AMX-BF16
+// (TDPBF16PS), which attention over a bf16 cache then uses for its products
+// (attention_bf16-inl.h: AmxBf16Block). Allowed and disallowed with the
+// rest of the extension; unlike the prompt's Linears its outputs differ
+// from the vdpbf16ps kernel's in the order of their f32 sums.
+bool MatrixExtensionMultipliesBf16();
+
 // Whether a 64-bit Arm CPU reports a feature that Highway's targets do not
 // check: on Linux and Android bit `hwcap_bit` of the auxiliary vector's
 // AT_HWCAP (hwcap_word 1) or AT_HWCAP2 (2), on Apple platforms the sysctl

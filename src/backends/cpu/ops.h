@@ -252,6 +252,12 @@ enum class AttentionMath : uint8_t {
 // q8 cache, kBf16 for the others, each where its conditions hold, else
 // kF32.
 AttentionMath AttentionMathFor(const KvView& kv, size_t head_dim, AttentionMath math);
+// Whether those products are made on the CPU's matrix unit: x86's AMX-BF16
+// tiles (kernel_target.h: MatrixExtensionMultipliesBf16), for kBf16 over a
+// bf16 cache with heads of 32 to 128 channels, a multiple of 32. The same
+// roundings of q, K, V and the weights; only the order of the f32 sums
+// differs.
+bool AttentionByMatrixExtension(const KvView& kv, size_t head_dim, AttentionMath math);
 // Whether this CPU and build run AttentionMath::kBf16 (x86 with AVX512_BF16,
 // built with GCC or Clang; 64-bit ARM with BF16).
 bool AttentionBf16Available();
