@@ -82,9 +82,11 @@ void pocket_set_log_callback(pocket_log_fn fn, void* user_data);
  * 8 KiB more state per thread the first time a prompt runs (signal frames
  * grow by as much, and a later sigaltstack smaller than that fails). Nonzero
  * (the default) allows it; 0 keeps the dot-product kernels, and then the
- * process never asks for the tile state. The outputs are the same bits
- * either way. Process-wide: call it before loading models, not while one
- * runs. */
+ * process never asks for the tile state. The Linears' outputs are the same
+ * bits either way; attention over a bf16 cache, which also takes AMX's bf16
+ * tiles where the CPU has them, sums its products in another order (the
+ * same bf16 roundings). Process-wide: call it before loading models, not
+ * while one runs. */
 void pocket_set_cpu_matrix_extension(int32_t allow);
 
 /* ---- models ------------------------------------------------------------ */
