@@ -15,9 +15,15 @@ std::string DescribeDevices() {
   const cpu::CorePlan plan = cpu::ThisProcessCorePlan();
   std::string order;
   for (const int core : plan.order) order += (order.empty() ? "" : " ") + std::to_string(core);
-  // The matrix unit, where prompts use one (kernel_target.h).
-  const std::string matrix =
-      cpu::MatrixExtensionChosen() ? std::string(", prompts by ") + cpu::MatrixExtensionName() : "";
+  // The matrix unit, where prompts use one (kernel_target.h), and bf16
+  // attention too where it multiplies bf16 (x86's AMX-BF16).
+  std::string matrix;
+  if (cpu::MatrixExtensionChosen()) {
+    matrix = std::string(", prompts by ") + cpu::MatrixExtensionName();
+    if (cpu::MatrixExtensionMultipliesBf16()) {
+      matrix += std::string(", bf16 attention by ") + cpu::MatrixExtensionName();
+    }
+  }
   std::string out = StringPrintf(
       "cpu         %s kernels%s, %u hardware threads (targets here: %s)\n"
       "            %zu compute threads by default; cores fastest first: %s\n",

@@ -7,14 +7,16 @@
 namespace pocket {
 
 // One line per device, e.g.
-//   "cpu        AVX3_DL kernels, prompts by AMX, 2 hardware threads (targets here: ...)"
+//   "cpu        AVX3_DL kernels, prompts by AMX, bf16 attention by AMX, 2 hardware threads
+//    (targets here: ...)"
 //   "           2 compute threads by default; cores fastest first: 0 1"
 //   "opencl:0.0 Portable Computing Language / pthread-... (...)"
 // followed, for a backend with no device, by the reason.
 std::string DescribeDevices();
 
-// Lets the CPU backend multiply prompts with the CPU's matrix unit (Arm's
-// I8MM, x86's AMX; the default) or not (cpu/kernel_target.h). Process-wide.
+// Lets the CPU backend multiply prompts (and, with x86's AMX-BF16, bf16
+// attention) with the CPU's matrix unit (Arm's I8MM, x86's AMX; the
+// default) or not (cpu/kernel_target.h). Process-wide.
 void AllowCpuMatrixExtension(bool allow);
 
 }  // namespace pocket

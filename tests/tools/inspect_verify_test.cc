@@ -141,6 +141,9 @@ TEST(InspectVerify, DevicesListsTheCpuAndEveryBackend) {
               std::string::npos)
         << o.out;
   }
+  // And bf16 attention, where the unit multiplies bf16 (x86's AMX-BF16).
+  const bool bf16 = o.out.find(", bf16 attention by ") != std::string::npos;
+  EXPECT_EQ(bf16, cpu::MatrixExtensionMultipliesBf16()) << o.out;
 }
 
 }  // namespace
