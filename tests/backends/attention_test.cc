@@ -302,6 +302,44 @@ TEST(AttentionTest, Bf16CachesTakeTheMatrixUnitWhereTheCpuMultipliesBf16OnIt) {
   });
 }
 
+TEST(AttentionTest, MatrixUnitMatchesTheBf16KernelClosely) {
+  // Where AMX-BF16 takes a bf16 cache, its outputs against vdpbf16ps's from
+  // the same cache, over rows of 500 to 1064 positions, where the reference
+  // tests' tolerance (1/256, for the weights' rounding) would not see one
+  // position's share of an output go missing. Both round q, K, V and the
+  // weights alike; only a score's last bits differ (the order of its sums),
+  // and where that moves a weight across a bf16 rounding boundary the
+  // output moves by 2^-8 of that weight's share. Small queries keep every
+  // weight within about twice 1/len, so that stays under 2e-5 here, while a
+  // position's share is about 1/len of |v| (1e-3).
+  if (!MatrixExtensionMultipliesBf16()) GTEST_SKIP() << "no AMX-BF16 here";
+  std::mt19937 rng(35);
+  struct Long {
+    size_t page_tokens, n_past, n, threads;
+  };
+  for (const Long& c :
+       {Long{64, 700, 1, 1}, Long{64, 701, 1, 3}, Long{48, 500, 37, 2}, Long{64, 1000, 64, 1}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "n_past=" << c.n_past << " n=" << c.n << " threads=" << c.threads);
+    const size_t heads = 14, kv_heads = 2, head_dim = 64, kv_dim = kv_heads * head_dim;
+    const size_t total = c.n_past + c.n;
+    const std::vector<float> k = RandomFloats(total * kv_dim, rng, -2.0f, 2.0f);
+    const std::vector<float> v = RandomFloats(total * kv_dim, rng);
+    const std::vector<float> q = RandomFloats(c.n * heads * head_dim, rng, -0.25f, 0.25f);
+    TestCache cache(KvType::kBf16, c.page_tokens, kv_dim, total, head_dim);
+    KvAppend(cache.view, 0, k.data(), v.data(), total);
+    ThreadPool pool(ThreadPoolOptions{c.threads, false});
+    std::vector<float> tiles(q.size()), dots(q.size());
+    Attention(q.data(), c.n, c.n_past, cache.view, heads, kv_heads, head_dim, tiles.data(), &pool,
+              AttentionMath::kBf16);
+    AllowMatrixExtension(false);
+    Attention(q.data(), c.n, c.n_past, cache.view, heads, kv_heads, head_dim, dots.data(), &pool,
+              AttentionMath::kBf16);
+    AllowMatrixExtension(true);
+    for (size_t i = 0; i < q.size(); ++i) ASSERT_NEAR(tiles[i], dots[i], 1e-4f) << i;
+  }
+}
+
 TEST(AttentionTest, SinglePositionReturnsItsValue) {
   // With one cached position the softmax weight is exactly 1.
   TestCache cache(KvType::kF32, 4, 8, 1, 8);
