@@ -36,6 +36,7 @@
 
 #include <hwy/highway.h>
 
+#include "kernels/cpu/amx_tile_config.h"
 #include "kernels/cpu/attention-inl.h"
 #include "kernels/cpu/hints-inl.h"
 #include "kernels/cpu/load-inl.h"
@@ -357,17 +358,15 @@ struct AmxBf16Block {
     next_v_pairs = static_cast<const uint32_t*>(v_block);
   }
 
-  // Every tile 16 rows of 64 bytes (palette 1).
+  // Every tile 16 rows of 64 bytes.
   POCKET_AMX_ATTR static void Configure() {
-    alignas(64) uint8_t config[64] = {};
-    config[0] = 1;
+    TileConfig config = {};
+    config.palette = 1;
     for (int t = 0; t < 8; ++t) {
-      config[16 + 2 * t] = 64;  // bytes per row, 16 bits little-endian
-      config[48 + t] = 16;      // rows
+      config.bytes_per_row[t] = 64;
+      config.rows[t] = 16;
     }
-    // GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes.
-    __asm__ volatile("" : : "m"(config) : "memory");
-    _tile_loadconfig(config);
+    POCKET_LOAD_TILE_CONFIG(config);
   }
 
   POCKET_AMX_ATTR static void Release() { _tile_release(); }
@@ -779,8 +778,8 @@ void AttendGroupBf16(const float* const* q_rows, const size_t* lens, float* cons
 
 #if defined(POCKET_ATTENTION_AMX)
 // AttendGroup over a bf16 cache with AmxBf16Block's tile products, where
-// MatrixExtensionMultipliesBf16 (head_dim a multiple of 32, at most 128, and
-// lens nondecreasing, as the rows of consecutive tokens are). q_scratch:
+// AttentionByMatrixExtension holds (head_dim a multiple of 32, at most 128),
+// for lens in order, as the rows of consecutive tokens are. q_scratch:
 // the rows' queries in bf16 and 15 rows more, 64-byte aligned.
 POCKET_AMX_ATTR void AttendGroupAmx(const float* const* q_rows, const size_t* lens,
                                     float* const* out_rows, size_t rows, const KvView& kv,

@@ -37,6 +37,7 @@
 
 #include "backends/cpu/linear_int8.h"
 #include "backends/cpu/rows16.h"
+#include "kernels/cpu/amx_tile_config.h"
 
 namespace pocket::cpu::amx {
 
@@ -68,15 +69,6 @@ POCKET_AMX_TILE_SET(0, 0, 2, 4)
 POCKET_AMX_TILE_SET(1, 1, 3, 5)
 #undef POCKET_AMX_TILE_SET
 
-// The 64-byte operand of LDTILECFG (palette 1).
-struct alignas(64) TileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t bytes_per_row[16];
-  uint8_t rows[16];
-};
-
 // Tiles for m tokens and k weights per product (k <= 64, a multiple of 4).
 inline void ConfigureTiles(size_t m, size_t k) {
   TileConfig config = {};
@@ -89,10 +81,7 @@ inline void ConfigureTiles(size_t m, size_t k) {
     config.rows[4 + set] = static_cast<uint8_t>(k / 4);
     config.bytes_per_row[4 + set] = 64;
   }
-  // GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes of the
-  // config, so without this the stores of the rest may be dropped.
-  __asm__ volatile("" : : "m"(config) : "memory");
-  _tile_loadconfig(&config);
+  POCKET_LOAD_TILE_CONFIG(config);
 }
 
 // Each dtype's codes: whether its groups have mins, whether its codes are

@@ -312,6 +312,9 @@ TEST(AttentionTest, MatrixUnitMatchesTheBf16KernelClosely) {
   // output moves by 2^-8 of that weight's share. Small queries keep every
   // weight within about twice 1/len, so that stays under 2e-5 here, while a
   // position's share is about 1/len of |v| (1e-3).
+  // Skipped only where the CPU has no AMX-BF16 (or the build no AMX):
+  // MatrixExtensionMultipliesBf16WhereTheCpuHasAmxBf16 holds the detection
+  // to /proc/cpuinfo, so a CPU that has it runs this.
   if (!MatrixExtensionMultipliesBf16()) GTEST_SKIP() << "no AMX-BF16 here";
   std::mt19937 rng(35);
   struct Long {

@@ -150,20 +150,24 @@ void AttendGroupAs(const float* const* q_rows, const size_t* lens, float* const*
 }
 
 // kb and vb: kScoreBlock * head_dim floats each, 64-byte aligned; max, sum:
-// one float per row; q_scratch: the rows' queries in bf16 or int8.
+// one float per row; q_scratch: the rows' queries in bf16 or int8. tiles:
+// AttentionByMatrixExtension holds (lens then must be in order, as the rows
+// of consecutive tokens are).
 void AttendGroupKernel(const float* const* q_rows, const size_t* lens, float* const* out_rows,
                        size_t rows, const KvView& kv, size_t kv_offset, size_t head_dim,
                        float scale, size_t begin, size_t end, bool normalize, AttentionMath math,
-                       float* kb, float* vb, void* q_scratch, float* max, float* sum) {
+                       bool tiles, float* kb, float* vb, void* q_scratch, float* max, float* sum) {
+#if defined(POCKET_ATTENTION_AMX)
+  static_assert(AmxBf16Block::kMaxHead == 128, "AttentionByMatrixExtension's limit");
+  if (tiles) {
+    return AttendGroupAmx(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
+                          normalize, q_scratch, max, sum);
+  }
+#else
+  (void)tiles;  // this target has no tile kernel, and the CPU no tiles for it
+#endif
 #if POCKET_ATTENTION_BF16
   if (math == AttentionMath::kBf16 && kv.type != KvType::kQ8) {
-#if defined(POCKET_ATTENTION_AMX)
-    static_assert(AmxBf16Block::kMaxHead == 128, "AttentionByMatrixExtension's limit");
-    if (AttentionByMatrixExtension(kv, head_dim, math) && std::is_sorted(lens, lens + rows)) {
-      return AttendGroupAmx(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin,
-                            end, normalize, q_scratch, max, sum);
-    }
-#endif
     return AttendGroupBf16(q_rows, lens, out_rows, rows, kv, kv_offset, head_dim, scale, begin, end,
                            normalize, kb, vb, q_scratch, max, sum);
   }
@@ -518,6 +522,8 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
   }
   const AttendInt8Fn int8_extension =
       math == AttentionMath::kInt8 ? ChosenInt8Extension() : nullptr;
+  // The matrix unit's tiles (AttendGroupKernel), chosen once per call.
+  const bool tiles = AttentionByMatrixExtension(kv, head_dim, math);
   const AttendBf16Fn arm_bf16 = math == AttentionMath::kBf16 ? ArmBf16Kernel() : nullptr;
   ParallelOrInline(pool, base_tasks * segments, [&](size_t task, size_t) {
     const size_t seg = task % segments;
@@ -558,7 +564,7 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
         q_rows.push_back(row);
         out_rows.push_back(segments > 1 ? part_out + (first + out_rows.size()) * head_dim
                                         : out + at * head_dim);
-        lens.push_back(n_past + t + 1);
+        lens.push_back(n_past + t + 1);  // in order, as AttendGroupAmx needs
       }
     }
     float* b = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) % 16;
@@ -576,7 +582,7 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     } else {
       HWY_DYNAMIC_DISPATCH(AttendGroupKernel)
       (q_rows.data(), lens.data(), out_rows.data(), rows, kv, h * head_dim, head_dim, scale,
-       boundary(seg), boundary(seg + 1), segments == 1, math, b, b + kGroupBlock * head_dim,
+       boundary(seg), boundary(seg + 1), segments == 1, math, tiles, b, b + kGroupBlock * head_dim,
        q_scratch, max, sum);
     }
     for (size_t i = 0; rotated && segments == 1 && i < rows; ++i) {

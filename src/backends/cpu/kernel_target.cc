@@ -76,16 +76,21 @@ constexpr const char* kMatrixExtension = "AMX";
 constexpr const char* kMatrixExtension = nullptr;
 #endif
 
+#if POCKET_X86_AMX_KERNELS && defined(__linux__)
+// CPUID leaf 7's EDX, where the AMX features are (0 if the leaf is absent):
+// bit 22 AMX-BF16, 24 AMX-TILE, 25 AMX-INT8.
+unsigned CpuidLeaf7Edx() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 ? edx : 0;
+}
+#endif
+
 bool CpuHasMatrixExtension() {
 #if POCKET_ARM_I8MM_KERNELS  // HWCAP2_I8MM, arm64 Linux ABI
   return ArmCpuReports(2, 13, "hw.optional.arm.FEAT_I8MM");
 #elif POCKET_X86_AMX_KERNELS && defined(__linux__)
-  // CPUID leaf 7, EDX bits 24 and 25: AMX-TILE and AMX-INT8.
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  constexpr unsigned kAmxInt8 = 3u << 24;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & kAmxInt8) != kAmxInt8) {
-    return false;
-  }
+  constexpr unsigned kAmxInt8 = 3u << 24;  // AMX-TILE and AMX-INT8
+  if ((CpuidLeaf7Edx() & kAmxInt8) != kAmxInt8) return false;
   // Linux gives a process the 8 KiB tile state only when asked
   // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a kernel without AMX
   // support refuses.
@@ -180,11 +185,8 @@ void AllowMatrixExtension(bool allow) { matrix_allowed.store(allow, std::memory_
 
 bool MatrixExtensionMultipliesBf16() {
 #if POCKET_X86_AMX_KERNELS && defined(__linux__)
-  // CPUID leaf 7, EDX bit 22: AMX-BF16 (the tile state is AMX-INT8's).
-  static const bool bf16 = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx >> 22 & 1) != 0;
-  }();
+  // AMX-BF16; the tile state is the one AMX-INT8 asked for.
+  static const bool bf16 = (CpuidLeaf7Edx() >> 22 & 1) != 0;
   return bf16 && MatrixExtensionChosen();
 #else
   return false;
