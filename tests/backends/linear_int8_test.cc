@@ -273,6 +273,37 @@ TEST(LinearGroupTest, EqualsSeparateLinears) {
   }
 }
 
+// Decode splits a group's rows, every weight's blocks one after another, in
+// pieces that threads hand over to each other (ThreadPool::ParallelRanges);
+// every row is still computed once, by its own weight's kernel: the same
+// bits as each Linear alone on one thread, for pieces that span weights and
+// layouts, on 2 to 4 threads.
+TEST(LinearGroupTest, DecodeAcrossThreadsEqualsSeparateLinears) {
+  std::mt19937 rng(17);
+  const size_t cols = 64;  // q8's 1 KB blocks: a piece is 32 blocks
+  const testing::TestWeight a = RandomWeight(2000, cols, DType::kQ4, 32, rng, kRows16);
+  const testing::TestWeight b = RandomWeight(1003, cols, DType::kQ4, 32, rng);
+  const testing::TestWeight c = RandomWeight(336, cols, DType::kQ8, 32, rng, kRows16);
+  const std::vector<float> x = RandomFloats(cols, rng);
+  std::vector<float> want_a(2000), want_b(1003), want_c(336);
+  Linear(x.data(), 1, a.view, nullptr, want_a.data(), nullptr, QuantMath::kInt8);
+  Linear(x.data(), 1, b.view, nullptr, want_b.data(), nullptr, QuantMath::kInt8);
+  Linear(x.data(), 1, c.view, nullptr, want_c.data(), nullptr, QuantMath::kInt8);
+  for (size_t threads : {2, 3, 4}) {
+    ThreadPool pool(ThreadPoolOptions{threads, false});
+    for (int round = 0; round < 20; ++round) {
+      std::vector<float> got_a(2000, NAN), got_b(1003, NAN), got_c(336, NAN);
+      const LinearOut items[] = {{a.view, nullptr, got_a.data()},
+                                 {b.view, nullptr, got_b.data()},
+                                 {c.view, nullptr, got_c.data()}};
+      LinearGroup(x.data(), 1, items, 3, &pool, QuantMath::kInt8);
+      ASSERT_EQ(got_a, want_a) << threads << " threads";
+      ASSERT_EQ(got_b, want_b) << threads << " threads";
+      ASSERT_EQ(got_c, want_c) << threads << " threads";
+    }
+  }
+}
+
 TEST(LinearGroupTest, MixedColumnsFallBackToSeparateLinears) {
   std::mt19937 rng(16);
   const testing::TestWeight a = RandomWeight(16, 128, DType::kQ4, 64, rng, kRows16);

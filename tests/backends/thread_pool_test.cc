@@ -1,6 +1,7 @@
-// ThreadPool: every task runs exactly once, on a valid thread index, for any
-// thread count and task count, repeatedly; ranges are claimed in order;
-// nested calls run inline.
+// ThreadPool: every task (ParallelFor) and every unit (ParallelRanges) runs
+// exactly once, on a valid thread index, for any thread count and size,
+// repeatedly; ranges are claimed and walked in order; a slow thread's share
+// is handed over in part; nested calls run inline.
 #include "backends/cpu/thread_pool.h"
 
 #include "backends/cpu/core_plan.h"
@@ -10,10 +11,14 @@
 #include <sched.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
+#include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -168,6 +173,132 @@ TEST(ThreadPoolTest, JobAfterIdleSleepWakesTheWorkers) {
     });
     EXPECT_GT(by_worker.load(), 0) << "round " << round;
   }
+}
+
+// Runs pool.ParallelRanges(units, piece) with `work` called in every piece
+// and checks each unit is run exactly once, in non-empty pieces of at most
+// `piece` units on valid thread indices. Returns the units each thread ran.
+template <typename Work>
+std::vector<size_t> CheckRanges(ThreadPool& pool, size_t units, size_t piece, const Work& work) {
+  std::vector<std::atomic<int>> hits(units);
+  std::vector<std::atomic<size_t>> by_thread(pool.NumThreads());
+  std::atomic<bool> bad_piece{false};
+  pool.ParallelRanges(units, piece, [&](size_t begin, size_t end, size_t thread) {
+    if (begin >= end || end - begin > piece || end > units || thread >= pool.NumThreads()) {
+      bad_piece = true;
+      return;
+    }
+    for (size_t u = begin; u < end; ++u) hits[u].fetch_add(1);
+    by_thread[thread].fetch_add(end - begin);
+    work(begin, end, thread);
+  });
+  EXPECT_FALSE(bad_piece.load()) << "units " << units << " piece " << piece;
+  size_t wrong = 0;
+  for (const std::atomic<int>& h : hits) wrong += h.load() != 1;
+  EXPECT_EQ(wrong, 0u) << "units " << units << " piece " << piece;
+  std::vector<size_t> ran;
+  for (const std::atomic<size_t>& n : by_thread) ran.push_back(n.load());
+  return ran;
+}
+
+// Every unit once for any thread count (20: more than the calls that keep
+// their state on the stack), unit count and piece size, with pieces that
+// take uneven time so that threads take parts of each other's shares.
+TEST(ThreadPoolTest, RangesRunEveryUnitExactlyOnce) {
+  for (size_t threads : {1, 2, 3, 4, 20}) {
+    ThreadPool pool(ThreadPoolOptions{threads, false});
+    std::mt19937 rng(static_cast<unsigned>(threads));
+    for (int round = 0; round < 200; ++round) {
+      const size_t units = rng() % 300, piece = 1 + rng() % 9;
+      CheckRanges(pool, units, piece, [&](size_t begin, size_t, size_t thread) {
+        // Thread 0, and some pieces, slow: the others run out first.
+        const int spins = (thread == 0 ? 2000 : 0) + (begin % 7 == 0 ? 1000 : 0);
+        for (volatile int i = 0; i < spins; i = i + 1) {
+        }
+      });
+    }
+  }
+}
+
+// A thread whose share runs out takes the back half of what another has
+// left: with the caller's pieces slow (1 ms a unit) and the worker's
+// instant, the worker runs most of the 64 units, not just its 32. (A pool
+// without the hand-over leaves the caller's 32 units to the caller.)
+TEST(ThreadPoolTest, RangesHandOverPartOfASlowShare) {
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<size_t> ran = CheckRanges(pool, 64, 1, [](size_t, size_t, size_t thread) {
+      if (thread == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    EXPECT_GT(ran[1], 48u) << "round " << round;
+  }
+}
+
+// Each thread walks a share in order: the pieces a thread runs ascend and
+// follow each other without gaps, except where it starts on another part.
+// With no thread slowed, the caller's first piece starts its own share.
+TEST(ThreadPoolTest, RangesWalkEachShareInOrder) {
+  ThreadPool pool(ThreadPoolOptions{3, false});
+  for (int round = 0; round < 100; ++round) {
+    std::vector<std::vector<std::pair<size_t, size_t>>> pieces(3);
+    CheckRanges(pool, 90, 4, [&](size_t begin, size_t end, size_t thread) {
+      pieces[thread].emplace_back(begin, end);
+    });
+    ASSERT_FALSE(pieces[0].empty());
+    EXPECT_EQ(pieces[0][0].first, 0u);
+    for (const auto& seq : pieces) {
+      size_t jumps = 0;
+      for (size_t i = 1; i < seq.size(); ++i) jumps += seq[i].first != seq[i - 1].second;
+      // Its own share, plus at most a handful of parts taken from others.
+      EXPECT_LE(jumps, 8u);
+    }
+  }
+}
+
+TEST(ThreadPoolTest, NestedRangesRunInline) {
+  ThreadPool pool(ThreadPoolOptions{3, false});
+  std::atomic<int> total{0};
+  pool.ParallelFor(3, [&](size_t, size_t outer_thread) {
+    pool.ParallelRanges(50, 3, [&](size_t begin, size_t end, size_t inner_thread) {
+      EXPECT_EQ(inner_thread, outer_thread);
+      total.fetch_add(static_cast<int>(end - begin));
+    });
+  });
+  EXPECT_EQ(total.load(), 150);
+}
+
+TEST(ThreadPoolTest, ConcurrentCallersEachRunEveryUnitOnce) {
+  ThreadPool pool(ThreadPoolOptions{3, false});
+  const auto caller = [&] {
+    for (int round = 0; round < 200; ++round)
+      CheckRanges(pool, 100, 3, [](size_t, size_t, size_t) {});
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+}
+
+// Positions past 32 bits, and pieces larger than the range: the pieces
+// still cover it once.
+TEST(ThreadPoolTest, RangesBeyond32BitsCoverEveryUnit) {
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  CheckRanges(pool, 10, ~size_t{0}, [](size_t, size_t, size_t) {});
+  CheckRanges(pool, 10, size_t{1} << 32, [](size_t, size_t, size_t) {});
+  const size_t units = (size_t{1} << 32) + 5, piece = size_t{1} << 30;
+  std::mutex mutex;
+  std::vector<std::pair<size_t, size_t>> pieces;
+  pool.ParallelRanges(units, piece, [&](size_t begin, size_t end, size_t) {
+    std::lock_guard<std::mutex> lock(mutex);
+    pieces.emplace_back(begin, end);
+  });
+  std::sort(pieces.begin(), pieces.end());
+  size_t next = 0;
+  for (const auto& p : pieces) {
+    EXPECT_EQ(p.first, next);
+    EXPECT_LE(p.second - p.first, piece);
+    next = p.second;
+  }
+  EXPECT_EQ(next, units);
 }
 
 #ifdef __linux__

@@ -166,10 +166,14 @@ Int8Kernels ChosenKernels(bool prompt) {
 // Thread ranges are multiples of the kernels' 4-row blocks (planar) or of
 // the layout's 16-row blocks (rows16).
 constexpr size_t kRowAlign = 4;
-// Row tasks per thread: a thread that finishes early (or a worker the OS
-// runs late) leaves part of its range to be taken by the others, rather
-// than all of it or nothing (ThreadPool claims ranges in order).
+// Prompt row tasks per thread: a thread that finishes early (or a worker
+// the OS runs late) leaves part of its range to be taken by the others,
+// rather than all of it or nothing (ThreadPool claims ranges in order).
 constexpr size_t kTasksPerThread = 4;
+// Decode's rows go to threads as ParallelRanges shares, walked in pieces of
+// about this many weight bytes; the owner checks for a thread that wants
+// part of its share once per piece. Pieces of 8 to 64 KB measured alike.
+constexpr size_t kDecodePieceBytes = 32 << 10;
 // Prefill walks tokens in chunks so a chunk of codes (64 x cols bytes) stays
 // in L2 while the thread's rows pass over it.
 constexpr size_t kTokenChunk = 64;
@@ -283,6 +287,30 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
     acts.s_tiles = tiled.data() + run;
   }
 #endif
+  if (n == 1) {
+    // Every weight's kernel blocks, one after another, as one range, in
+    // pieces of at most about kDecodePieceBytes.
+    size_t block_begin[kMaxLinearGroup + 1] = {0};
+    size_t block_bytes = 1;
+    for (size_t i = 0; i < count; ++i) {
+      const WeightView& w = items[i].w;
+      const size_t align = RowAlign(w);
+      block_begin[i + 1] = block_begin[i] + (w.rows + align - 1) / align;
+      block_bytes = std::max(block_bytes, align * cols * (w.dtype == DType::kQ8 ? 2 : 1) / 2);
+    }
+    const size_t piece = std::max<size_t>(1, kDecodePieceBytes / block_bytes);
+    ParallelRangesOrInline(pool, block_begin[count], piece, [&](size_t b0, size_t b1, size_t) {
+      for (size_t i = 0; i < count && b0 < b1; ++i) {
+        if (b0 >= block_begin[i + 1]) continue;
+        const size_t align = RowAlign(items[i].w), end = std::min(b1, block_begin[i + 1]);
+        const size_t r0 = (b0 - block_begin[i]) * align;
+        RowsInt8(kernels, items[i], acts, 1, r0,
+                 std::min(items[i].w.rows, (end - block_begin[i]) * align));
+        b0 = end;
+      }
+    });
+    return true;
+  }
   // One parallel pass over every weight's rows: each weight gets tasks in
   // proportion to its rows (at least one), so the pass ends together.
   size_t total_rows = 0;

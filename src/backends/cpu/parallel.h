@@ -20,6 +20,17 @@ void ParallelOrInline(ThreadPool* pool, size_t num_tasks, const Fn& fn) {
   for (size_t task = 0; task < num_tasks; ++task) fn(task, 0);
 }
 
+// Calls fn(begin, end, thread) on pieces of [0, units) of at most `piece`
+// units (ThreadPool::ParallelRanges), or on all of it inline.
+template <typename Fn>
+void ParallelRangesOrInline(ThreadPool* pool, size_t units, size_t piece, const Fn& fn) {
+  if (pool != nullptr && pool->NumThreads() > 1) {
+    pool->ParallelRanges(units, piece, fn);
+    return;
+  }
+  if (units > 0) fn(size_t{0}, units, size_t{0});
+}
+
 // [begin, end) of part `part` of `parts` near-equal contiguous slices of
 // [0, count), each a multiple of `align` except the last.
 inline void SplitRange(size_t count, size_t align, size_t parts, size_t part, size_t* begin,

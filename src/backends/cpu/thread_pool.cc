@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -67,6 +68,157 @@ void PinToCpu(std::thread& thread, int cpu) {
   (void)cpu;
 #endif
 }
+
+// ParallelRanges' state for one call, on the caller's stack, so concurrent
+// and nested calls each have their own. Shares are the initial contiguous
+// ranges, one per task, claimed by whichever thread gets there first (a
+// worker the OS runs late leaves its whole share to the others). Slots are
+// per thread: what the thread has left, [pos, end), which only it writes,
+// and the handshake by which another thread takes part of it.
+class RangeJob {
+ public:
+  using Fn = void (*)(const void* ctx, size_t begin, size_t end, size_t thread);
+
+  struct alignas(kCacheLineBytes) Claim {
+    std::atomic<uint32_t> taken{0};
+  };
+  struct alignas(kCacheLineBytes) Slot {
+    std::atomic<uint32_t> pos{0}, end{0};
+    // 1 + the index of a thread waiting for part of this slot's range, or 0.
+    std::atomic<uint32_t> request{0};
+    // What the owner of the slot this thread asked gave it: Pack(begin, end),
+    // an empty range for nothing, kNoGrant while it waits.
+    std::atomic<uint64_t> grant{kNoGrant};
+  };
+  static constexpr uint64_t kNoGrant = ~uint64_t{0};
+
+  RangeJob(size_t units, size_t piece, size_t shares, Claim* claims, Slot* slots, size_t threads,
+           Fn fn, const void* ctx)
+      : units_(static_cast<uint32_t>(units)),
+        piece_(static_cast<uint32_t>(piece)),
+        shares_(shares),
+        claims_(claims),
+        slots_(slots),
+        threads_(threads),
+        fn_(fn),
+        ctx_(ctx) {}
+
+  // Task `share` of the pool's job, on `thread`.
+  void Run(size_t share, size_t thread) {
+    if (TakeShare(share, thread)) RunSlot(thread);
+    while (Refill(thread)) RunSlot(thread);
+  }
+
+ private:
+  static uint64_t Pack(uint32_t begin, uint32_t end) { return uint64_t{begin} << 32 | end; }
+  static uint32_t Left(const Slot& s) {
+    const uint32_t pos = s.pos.load(std::memory_order_relaxed);
+    const uint32_t end = s.end.load(std::memory_order_relaxed);
+    return end > pos ? end - pos : 0;
+  }
+
+  // Moves share k into the thread's slot if no thread has taken it yet.
+  bool TakeShare(size_t k, size_t thread) {
+    if (claims_[k].taken.load(std::memory_order_relaxed) != 0 ||
+        claims_[k].taken.exchange(1, std::memory_order_acq_rel) != 0) {
+      return false;
+    }
+    slots_[thread].pos.store(static_cast<uint32_t>(uint64_t{units_} * k / shares_),
+                             std::memory_order_relaxed);
+    slots_[thread].end.store(static_cast<uint32_t>(uint64_t{units_} * (k + 1) / shares_),
+                             std::memory_order_relaxed);
+    return true;
+  }
+
+  // Runs the slot's range a piece at a time, giving part of it to a thread
+  // that asks.
+  void RunSlot(size_t thread) {
+    Slot& me = slots_[thread];
+    uint32_t pos = me.pos.load(std::memory_order_relaxed);
+    uint32_t end = me.end.load(std::memory_order_relaxed);
+    while (pos < end) {
+      if (me.request.load(std::memory_order_relaxed) != 0) end = Give(me, pos, end);
+      const uint32_t next = end - pos > piece_ ? pos + piece_ : end;
+      fn_(ctx_, pos, next, thread);
+      pos = next;
+      me.pos.store(pos, std::memory_order_relaxed);
+    }
+  }
+
+  // Answers the slot's request, if it still stands: the back half of what
+  // is left, or nothing when a piece or less is. Returns the slot's new end.
+  uint32_t Give(Slot& me, uint32_t pos, uint32_t end) {
+    uint32_t asker = me.request.load(std::memory_order_relaxed);
+    if (asker == 0 || !me.request.compare_exchange_strong(asker, 0, std::memory_order_acq_rel)) {
+      return end;  // withdrawn
+    }
+    const uint32_t left = end - pos;
+    const uint32_t part = left > piece_ ? left / 2 : 0;
+    end -= part;
+    me.end.store(end, std::memory_order_relaxed);
+    slots_[asker - 1].grant.store(Pack(end, end + part), std::memory_order_release);
+    return end;
+  }
+
+  // Finds the thread more work: a share nobody has taken, else part of the
+  // slot with the most left (more than a piece: less is not worth the
+  // handshake). False when there is none.
+  bool Refill(size_t thread) {
+    Slot& me = slots_[thread];
+    for (;;) {
+      for (size_t k = 0; k < shares_; ++k) {
+        if (TakeShare(k, thread)) return true;
+      }
+      size_t victim = threads_;
+      uint32_t most = piece_;
+      for (size_t t = 0; t < threads_; ++t) {
+        const uint32_t left = t == thread ? 0 : Left(slots_[t]);
+        if (left > most) most = left, victim = t;
+      }
+      if (victim == threads_) return false;
+      Slot& owner = slots_[victim];
+      me.grant.store(kNoGrant, std::memory_order_relaxed);
+      uint32_t none = 0;
+      if (!owner.request.compare_exchange_strong(none, static_cast<uint32_t>(thread + 1),
+                                                 std::memory_order_acq_rel)) {
+        CpuRelax();  // another thread is asking it; look again
+        continue;
+      }
+      uint64_t grant;
+      while ((grant = me.grant.load(std::memory_order_acquire)) == kNoGrant) {
+        // A thread asking this one (its range is empty) gets nothing, so two
+        // threads never wait on each other.
+        Give(me, me.pos.load(std::memory_order_relaxed), me.end.load(std::memory_order_relaxed));
+        // The owner ran out before it saw the request: withdraw it, unless
+        // the owner has just taken it (then its answer is on the way).
+        uint32_t mine = static_cast<uint32_t>(thread + 1);
+        if (Left(owner) == 0 &&
+            owner.request.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) {
+          break;
+        }
+        CpuRelax();
+      }
+      if (grant == kNoGrant) continue;
+      const uint32_t begin = static_cast<uint32_t>(grant >> 32), end = static_cast<uint32_t>(grant);
+      if (begin < end) {
+        me.pos.store(begin, std::memory_order_relaxed);
+        me.end.store(end, std::memory_order_relaxed);
+        return true;
+      }
+    }
+  }
+
+  const uint32_t units_, piece_;
+  const size_t shares_;
+  Claim* const claims_;
+  Slot* const slots_;
+  const size_t threads_;
+  const Fn fn_;
+  const void* const ctx_;
+};
+
+// Calls with up to this many threads keep their RangeJob state on the stack.
+constexpr size_t kStackRangeThreads = 16;
 
 }  // namespace
 
@@ -154,6 +306,34 @@ void ThreadPool::Run(size_t num_tasks, TaskFn fn, const void* ctx) {
   for (size_t base = 0; base < num_tasks; base += kMaxTasks) {
     RunJob(++last_tag_, base, std::min(kMaxTasks, num_tasks - base));
   }
+}
+
+void ThreadPool::RunRanges(size_t units, size_t piece, RangeFn fn, const void* ctx) {
+  if (units == 0) return;
+  piece = std::clamp<size_t>(piece, 1, units);
+  const size_t pieces = (units - 1) / piece + 1;
+  if (units >= RangeJob::kNoGrant >> 32) {  // beyond the slots' 32-bit positions
+    const auto run_piece = [&](size_t p, size_t thread) {
+      fn(ctx, p * piece, std::min(units, (p + 1) * piece), thread);
+    };
+    ParallelFor(pieces, run_piece);
+    return;
+  }
+  const size_t shares = std::min(num_threads_, pieces);
+  RangeJob::Claim stack_claims[kStackRangeThreads];
+  RangeJob::Slot stack_slots[kStackRangeThreads];
+  std::unique_ptr<RangeJob::Claim[]> heap_claims;
+  std::unique_ptr<RangeJob::Slot[]> heap_slots;
+  RangeJob::Claim* claims = stack_claims;
+  RangeJob::Slot* slots = stack_slots;
+  if (num_threads_ > kStackRangeThreads) {
+    heap_claims.reset(new RangeJob::Claim[num_threads_]);
+    heap_slots.reset(new RangeJob::Slot[num_threads_]);
+    claims = heap_claims.get();
+    slots = heap_slots.get();
+  }
+  RangeJob job(units, piece, shares, claims, slots, num_threads_, fn, ctx);
+  ParallelFor(shares, [&job](size_t share, size_t thread) { job.Run(share, thread); });
 }
 
 void ThreadPool::RunJob(uint64_t tag, size_t base, size_t num_tasks) {
