@@ -115,6 +115,34 @@ TEST(LinearTest, ThreadedMatchesReference) {
   }
 }
 
+// Decode splits a weight's rows into pieces that threads hand over to each
+// other (ThreadPool::ParallelRanges); each row is still computed once by the
+// same kernel, so every dtype and layout gives the same bits on 2-4 threads
+// as on one, under both maths, for weights of several pieces.
+TEST(LinearTest, DecodeAcrossThreadsEqualsOneThread) {
+  std::mt19937 rng(4);
+  const size_t cols = 512;
+  for (const Format& f : kFormats) {
+    const size_t rows = f.layout == kRows16 ? 1024 : 1001;
+    const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
+    const std::vector<float> x = RandomFloats(cols, rng);
+    const std::vector<float> bias = RandomFloats(rows, rng);
+    for (QuantMath math : {QuantMath::kF32, QuantMath::kInt8}) {
+      std::vector<float> want(rows);
+      Linear(x.data(), 1, w.view, bias.data(), want.data(), nullptr, math);
+      for (size_t threads : {2, 3, 4}) {
+        ThreadPool pool(ThreadPoolOptions{threads, false});
+        for (int round = 0; round < 5; ++round) {
+          std::vector<float> got(rows, NAN);
+          Linear(x.data(), 1, w.view, bias.data(), got.data(), &pool, math);
+          ASSERT_EQ(got, want) << DTypeName(f.dtype) << " " << LayoutName(f.layout)
+                               << " threads=" << threads << " int8=" << (math == QuantMath::kInt8);
+        }
+      }
+    }
+  }
+}
+
 TEST(LinearTest, InvalidWeightGivesZeros) {
   std::mt19937 rng(3);
   testing::TestWeight w = RandomWeight(4, 64, DType::kQ4, 64, rng);

@@ -91,11 +91,20 @@ void LinearRows16F32(const float* x, size_t n, const WeightView& w, const float*
     (x + t * w.cols, w.cols, packed.group, xsum.data() + t * packed.groups);
   }
   const float* sums = xsum.data();
+  const auto rows = [&](size_t r0, size_t r1) {
+    HWY_DYNAMIC_DISPATCH(Rows16RowsF32)(packed, x, sums, n, bias, r0, r1, out);
+  };
+  if (n == 1) {  // one stream per thread, ending together (ParallelRanges)
+    ParallelRangesOrInline(
+        pool, w.rows / kRows16Block, DecodePiece(w, kRows16Block),
+        [&](size_t b0, size_t b1, size_t) { rows(b0 * kRows16Block, b1 * kRows16Block); });
+    return;
+  }
   const size_t tasks = std::min(NumThreads(pool), w.rows / kRows16Block);
   ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
     size_t r0, r1;
     SplitRange(w.rows, kRows16Block, tasks, task, &r0, &r1);
-    if (r0 < r1) HWY_DYNAMIC_DISPATCH(Rows16RowsF32)(packed, x, sums, n, bias, r0, r1, out);
+    if (r0 < r1) rows(r0, r1);
   });
 }
 
@@ -119,11 +128,12 @@ void Linear(const float* x, size_t n, const WeightView& w, const float* bias, fl
       HWY_DYNAMIC_DISPATCH(ComputeGroupSums)(x, w.cols, w.group, xsum.data());
     }
     const float* sums = xsum.data();
-    ParallelOrInline(pool, tasks, [&](size_t task, size_t) {
-      size_t r0, r1;
-      SplitRange(w.rows, kRowAlign, tasks, task, &r0, &r1);
-      if (r0 < r1) HWY_DYNAMIC_DISPATCH(DecodeRows)(x, sums, w, bias, r0, r1, out);
-    });
+    const size_t blocks = (w.rows + kRowAlign - 1) / kRowAlign;
+    ParallelRangesOrInline(
+        pool, blocks, DecodePiece(w, kRowAlign), [&](size_t b0, size_t b1, size_t) {
+          HWY_DYNAMIC_DISPATCH(DecodeRows)
+          (x, sums, w, bias, b0 * kRowAlign, std::min(w.rows, b1 * kRowAlign), out);
+        });
     return;
   }
   ParallelOrInline(pool, tasks, [&](size_t task, size_t) {

@@ -170,15 +170,33 @@ constexpr size_t kRowAlign = 4;
 // the OS runs late) leaves part of its range to be taken by the others,
 // rather than all of it or nothing (ThreadPool claims ranges in order).
 constexpr size_t kTasksPerThread = 4;
-// Decode's rows go to threads as ParallelRanges shares, walked in pieces of
-// about this many weight bytes; the owner checks for a thread that wants
-// part of its share once per piece. Pieces of 8 to 64 KB measured alike.
-constexpr size_t kDecodePieceBytes = 32 << 10;
 // Prefill walks tokens in chunks so a chunk of codes (64 x cols bytes) stays
 // in L2 while the thread's rows pass over it.
 constexpr size_t kTokenChunk = 64;
 
 }  // namespace
+
+size_t DecodePiece(const WeightView& w, size_t block_rows) {
+  size_t half_bytes = 1;  // per weight, about (q4's scales and mins aside)
+  switch (w.dtype) {
+    case DType::kQ4:
+      half_bytes = 1;
+      break;
+    case DType::kQ8:
+      half_bytes = 2;
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      half_bytes = 4;
+      break;
+    case DType::kF32:
+      half_bytes = 8;
+      break;
+  }
+  constexpr size_t kPieceBytes = 32 << 10;
+  return std::max<size_t>(1,
+                          2 * kPieceBytes / std::max<size_t>(1, block_rows * w.cols * half_bytes));
+}
 
 void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s) {
   HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, cols, block, q, d, s, nullptr);
@@ -289,16 +307,15 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
 #endif
   if (n == 1) {
     // Every weight's kernel blocks, one after another, as one range, in
-    // pieces of at most about kDecodePieceBytes.
+    // pieces sized for the weight with the largest blocks.
     size_t block_begin[kMaxLinearGroup + 1] = {0};
-    size_t block_bytes = 1;
+    size_t piece = ~size_t{0};
     for (size_t i = 0; i < count; ++i) {
       const WeightView& w = items[i].w;
       const size_t align = RowAlign(w);
       block_begin[i + 1] = block_begin[i] + (w.rows + align - 1) / align;
-      block_bytes = std::max(block_bytes, align * cols * (w.dtype == DType::kQ8 ? 2 : 1) / 2);
+      piece = std::min(piece, DecodePiece(w, align));
     }
-    const size_t piece = std::max<size_t>(1, kDecodePieceBytes / block_bytes);
     ParallelRangesOrInline(pool, block_begin[count], piece, [&](size_t b0, size_t b1, size_t) {
       for (size_t i = 0; i < count && b0 < b1; ++i) {
         if (b0 >= block_begin[i + 1]) continue;

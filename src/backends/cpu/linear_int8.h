@@ -65,6 +65,12 @@ bool LinearInt8(const float* x, size_t n, const WeightView& w, const float* bias
 bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t count,
                      ThreadPool* pool);
 
+// Decode's rows go to threads as ParallelRanges shares of blocks of
+// `block_rows` rows of w, walked in pieces of about 32 KB of weights (the
+// owner checks for a thread that wants part of its share once per piece;
+// pieces of 8 to 64 KB measured alike). The piece in blocks, at least 1.
+size_t DecodePiece(const WeightView& w, size_t block_rows);
+
 // Quantizes x[cols] per `block` values exactly as LinearInt8 does, on the
 // dispatched target (the tests check it against the reference).
 void QuantizeActivations(const float* x, size_t cols, size_t block, int8_t* q, float* d, float* s);
