@@ -222,21 +222,24 @@ TEST(ThreadPoolTest, RangesRunEveryUnitExactlyOnce) {
 
 // A thread whose share runs out takes the back half of what another has
 // left: with the caller's pieces slow (1 ms a unit) and the worker's
-// instant, the worker runs most of the 64 units, not just its 32. (A pool
-// without the hand-over leaves the caller's 32 units to the caller.)
+// instant, the worker runs more than its own 32 of the 64 units (about 63
+// when it starts at once; only a start more than 30 ms late would leave it
+// fewer than 33). A pool without the hand-over leaves the caller's 32 units
+// to the caller.
 TEST(ThreadPoolTest, RangesHandOverPartOfASlowShare) {
   ThreadPool pool(ThreadPoolOptions{2, false});
   for (int round = 0; round < 3; ++round) {
     const std::vector<size_t> ran = CheckRanges(pool, 64, 1, [](size_t, size_t, size_t thread) {
       if (thread == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
-    EXPECT_GT(ran[1], 48u) << "round " << round;
+    EXPECT_GT(ran[1], 32u) << "round " << round;
   }
 }
 
-// Each thread walks a share in order: the pieces a thread runs ascend and
-// follow each other without gaps, except where it starts on another part.
-// With no thread slowed, the caller's first piece starts its own share.
+// Each thread walks a share in order: the pieces a thread runs follow each
+// other without gaps, except where it starts on another part (a share
+// nobody had started, or the back half of another thread's). A pool that
+// dealt pieces out one by one would jump at nearly every piece.
 TEST(ThreadPoolTest, RangesWalkEachShareInOrder) {
   ThreadPool pool(ThreadPoolOptions{3, false});
   for (int round = 0; round < 100; ++round) {
@@ -244,12 +247,11 @@ TEST(ThreadPoolTest, RangesWalkEachShareInOrder) {
     CheckRanges(pool, 90, 4, [&](size_t begin, size_t end, size_t thread) {
       pieces[thread].emplace_back(begin, end);
     });
-    ASSERT_FALSE(pieces[0].empty());
-    EXPECT_EQ(pieces[0][0].first, 0u);
     for (const auto& seq : pieces) {
       size_t jumps = 0;
       for (size_t i = 1; i < seq.size(); ++i) jumps += seq[i].first != seq[i - 1].second;
-      // Its own share, plus at most a handful of parts taken from others.
+      // Its own share, then at most a few parts of others' (each handover
+      // halves what is left, 30 units a share, 4 a piece).
       EXPECT_LE(jumps, 8u);
     }
   }
