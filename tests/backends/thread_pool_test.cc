@@ -236,6 +236,24 @@ TEST(ThreadPoolTest, RangesHandOverPartOfASlowShare) {
   }
 }
 
+// A thread that stops in the middle of its share (descheduled, on a busy
+// phone) holds up only the piece it has started: the others take the rest
+// of its share without waiting for it to look. The caller sleeps 20 ms in
+// its first of 64 one-unit pieces; the worker runs at least 61 units
+// (everything but that piece and the last one or two of the halvings).
+TEST(ThreadPoolTest, RangesDoNotWaitForAStoppedThread) {
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<bool> slept{false};
+    const std::vector<size_t> ran = CheckRanges(pool, 64, 1, [&](size_t, size_t, size_t thread) {
+      if (thread == 0 && !slept.exchange(true)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+    EXPECT_GE(ran[1], 61u) << "round " << round << " caller ran " << ran[0] << " slept " << slept.load();
+  }
+}
+
 // Each thread walks a share in order: the pieces a thread runs follow each
 // other without gaps, except where it starts on another part (a share
 // nobody had started, or the back half of another thread's). A pool that

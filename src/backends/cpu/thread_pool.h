@@ -62,12 +62,10 @@ class ThreadPool {
   // calls have returned. Thread t starts on the share [t units / T,
   // (t + 1) units / T) and walks it in order, so each thread reads one
   // sequential stream (decode's weight rows). A thread whose share runs out
-  // takes the back half of the largest share left, so the threads end
-  // within about a piece of each other; ParallelFor's tasks end up to a
-  // task apart (on 2 threads, decode's gate/up Linear ended 6 us apart in
-  // 88). The owner of a share looks for a thief once per piece with a plain
-  // load: no atomic read-modify-write on the streaming path, which would
-  // wait for the piece's outstanding loads. Fewer than 2^32 - 1 units.
+  // takes the back half of what the thread with the most left has not
+  // claimed yet, so the threads end within about a piece of each other;
+  // ParallelFor's tasks end up to a task apart (on 2 threads, decode's
+  // gate/up Linear ended 6 us apart in 88).
   template <typename Fn>
   void ParallelRanges(size_t units, size_t piece, const Fn& fn) {
     RunRanges(units, piece, &RangeTrampoline<Fn>, &fn);
