@@ -177,22 +177,11 @@ constexpr size_t kTokenChunk = 64;
 }  // namespace
 
 size_t DecodePiece(const WeightView& w, size_t block_rows) {
-  size_t half_bytes = 1;  // per weight, about (q4's scales and mins aside)
-  switch (w.dtype) {
-    case DType::kQ4:
-      half_bytes = 1;
-      break;
-    case DType::kQ8:
-      half_bytes = 2;
-      break;
-    case DType::kF16:
-    case DType::kBF16:
-      half_bytes = 4;
-      break;
-    case DType::kF32:
-      half_bytes = 8;
-      break;
-  }
+  // Half-bytes per weight, about (q4's scales and mins aside).
+  const size_t half_bytes = w.dtype == DType::kQ4    ? 1
+                            : w.dtype == DType::kQ8  ? 2
+                            : w.dtype == DType::kF32 ? 8
+                                                     : 4;  // f16, bf16
   constexpr size_t kPieceBytes = 32 << 10;
   return std::max<size_t>(1,
                           2 * kPieceBytes / std::max<size_t>(1, block_rows * w.cols * half_bytes));
