@@ -60,6 +60,16 @@ HWY_INLINE Rows16Lanes LanesAt(const Rows16Weights& w, size_t r, size_t g) {
                      reinterpret_cast<const hwy::float16_t*>(meta) + kRows16Block + first};
 }
 
+// Decode streams each thread's rows once: asks for the record
+// w.read_ahead bytes past group g's of row block r into L2 (kernel_target.h:
+// DecodeReadAhead), once per record. Hints past the weight's end are
+// harmless (a prefetch never faults).
+HWY_INLINE void ReadAhead(const Rows16Weights& w, size_t r, size_t g) {
+  if (w.read_ahead != 0 && r % kRows16Block == 0) {
+    PrefetchBytes(w.Record(r / kRows16Block, g) + w.read_ahead, w.record_bytes);
+  }
+}
+
 // out[r, r + L) = acc (+ bias), for each of the L rows.
 template <class DF>
 HWY_INLINE void StoreRows(DF df, hn::Vec<DF> acc, const float* bias, size_t r, float* out) {
@@ -157,6 +167,7 @@ HWY_INLINE void Rows16GemvInt8Group(const Rows16Weights& w, const QuantizedActs&
     for (size_t s = L; s < kRows16Block; s += L) hn::Store(hn::Zero(df), df, acc + s);
     auto acc0 = hn::Zero(df);
     for (size_t g = 0; g < w.groups; ++g) {
+      ReadAhead(w, r, g);
       const int8_t* x = a.q + g * w.group;
       hn::Vec<Rows16Tag> lo, hi;
       const Rows16Lanes p0 = LanesAt(w, r, g);
@@ -212,6 +223,7 @@ HWY_INLINE void Rows16GemvInt8Blocks(const Rows16Weights& w, const QuantizedActs
     HWY_UNROLL(4)
     for (size_t b = 0; b < kB; ++b) acc[b] = hn::Zero(df);
     for (size_t g = 0; g < w.groups; ++g) {
+      ReadAhead(w, r, g);
       const int8_t* x = a.q + g * w.group;
       const Rows16Lanes p = LanesAt(w, r, g);  // lane block b: 4 L b bytes, L b scales on
       hn::Vec<Rows16Tag> lo[kB], hi[kB];
@@ -656,6 +668,7 @@ HWY_INLINE void Rows16GemvQ8Blocks(const Rows16Weights& w, const QuantizedActs& 
     HWY_UNROLL(4)
     for (size_t b = 0; b < kB; ++b) acc[b] = hn::Zero(df);
     for (size_t g = 0; g < w.groups; ++g) {
+      ReadAhead(w, r, g);
       const Rows16Lanes p = LanesAt(w, r, g);  // lane block b: 4 L b bytes, L b scales on
       const int8_t* codes = reinterpret_cast<const int8_t*>(p.codes);
       const int8_t* x = a.q + g * w.group;
@@ -701,6 +714,7 @@ HWY_INLINE void Rows16GemvQ8(const Rows16Weights& w, const QuantizedActs& a, con
   for (size_t r = r0; r < r1; r += L) {
     auto acc = hn::Zero(df);
     for (size_t g = 0; g < w.groups; ++g) {
+      ReadAhead(w, r, g);
       const Rows16Lanes p = LanesAt(w, r, g);
       const int8_t* codes = reinterpret_cast<const int8_t*>(p.codes);
       const int8_t* x = a.q + g * w.group;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -202,6 +203,31 @@ TEST_F(KernelTargetTest, MatrixExtensionMultipliesBf16WhereTheCpuHasAmxBf16) {
   AllowMatrixExtension(false);
   EXPECT_FALSE(MatrixExtensionMultipliesBf16());
   AllowMatrixExtension(true);
+}
+
+// Decode reads weights 3 KB ahead on Intel x86 CPUs (/proc/cpuinfo's
+// vendor_id GenuineIntel) and not elsewhere; the override holds until the
+// default is asked back. The Linear tests pass either way, so a vendor
+// check that missed would go unseen there.
+TEST_F(KernelTargetTest, DecodeReadsAheadOnIntelCpus) {
+#if HWY_ARCH_X86
+  std::optional<bool> intel;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      intel = line.find("GenuineIntel") != std::string::npos;
+      break;
+    }
+  }
+#else
+  const std::optional<bool> intel = false;
+#endif
+  if (intel.has_value()) EXPECT_EQ(DefaultDecodeReadAhead(), *intel ? 3072u : 0u);
+  EXPECT_EQ(DecodeReadAhead(), DefaultDecodeReadAhead());
+  SetDecodeReadAhead(128);
+  EXPECT_EQ(DecodeReadAhead(), 128u);
+  SetDecodeReadAhead(~size_t{0});
+  EXPECT_EQ(DecodeReadAhead(), DefaultDecodeReadAhead());
 }
 
 }  // namespace

@@ -304,6 +304,32 @@ TEST(LinearGroupTest, DecodeAcrossThreadsEqualsSeparateLinears) {
   }
 }
 
+// Decode's read-ahead hints (kernel_target.h: DecodeReadAhead) change no
+// result, whatever the distance, including hints past the weight's end
+// (a prefetch never faults; an ordinary load there would fail under ASan).
+TEST(LinearInt8Test, DecodeReadAheadGivesTheSameBits) {
+  std::mt19937 rng(18);
+  const size_t saved = DecodeReadAhead();
+  for (const Format& f : kFormats) {
+    if (f.layout != kRows16) continue;
+    const size_t rows = 64, cols = 4 * f.group;
+    const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
+    const std::vector<float> x = RandomFloats(cols, rng);
+    ForEachTarget([&] {
+      SetDecodeReadAhead(0);
+      std::vector<float> want(rows, NAN);
+      Linear(x.data(), 1, w.view, nullptr, want.data(), nullptr, QuantMath::kInt8);
+      for (size_t ahead : {size_t{64}, size_t{3072}, size_t{1} << 20}) {
+        SetDecodeReadAhead(ahead);
+        std::vector<float> got(rows, NAN);
+        Linear(x.data(), 1, w.view, nullptr, got.data(), nullptr, QuantMath::kInt8);
+        ASSERT_EQ(got, want) << "read ahead " << ahead;
+      }
+    });
+  }
+  SetDecodeReadAhead(saved);
+}
+
 TEST(LinearGroupTest, MixedColumnsFallBackToSeparateLinears) {
   std::mt19937 rng(16);
   const testing::TestWeight a = RandomWeight(16, 128, DType::kQ4, 64, rng, kRows16);

@@ -10,7 +10,7 @@
 #include <sys/auxv.h>
 #elif HWY_ARCH_ARM_A64 && defined(__APPLE__)
 #include <sys/sysctl.h>
-#elif POCKET_AVX2_VNNI_KERNELS || POCKET_X86_AMX_KERNELS
+#elif HWY_ARCH_X86 && defined(__GNUC__)
 #include <cpuid.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -52,6 +52,19 @@ constexpr int64_t kExtensionBase = 0;
 
 std::atomic<bool> extension_allowed{true};
 std::atomic<bool> matrix_allowed{true};
+constexpr size_t kDefaultReadAhead = ~size_t{0};
+std::atomic<size_t> read_ahead{kDefaultReadAhead};
+
+// CPUID's vendor string is "GenuineIntel" (EBX, EDX, ECX).
+bool CpuIsIntel() {
+#if HWY_ARCH_X86 && defined(__GNUC__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(0, &eax, &ebx, &ecx, &edx) != 0 && ebx == 0x756e6547u && edx == 0x49656e69u &&
+         ecx == 0x6c65746eu;
+#else
+  return false;
+#endif
+}
 
 bool Allowed() { return extension_allowed.load(std::memory_order_relaxed); }
 
@@ -192,6 +205,18 @@ bool MatrixExtensionMultipliesBf16() {
   return false;
 #endif
 }
+
+size_t DefaultDecodeReadAhead() {
+  static const size_t bytes = CpuIsIntel() ? 3072 : 0;
+  return bytes;
+}
+
+size_t DecodeReadAhead() {
+  const size_t bytes = read_ahead.load(std::memory_order_relaxed);
+  return bytes == kDefaultReadAhead ? DefaultDecodeReadAhead() : bytes;
+}
+
+void SetDecodeReadAhead(size_t bytes) { read_ahead.store(bytes, std::memory_order_relaxed); }
 
 const char* KernelTargetName() {
   return Int8ExtensionChosen() ? kExtension : hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());

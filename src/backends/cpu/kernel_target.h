@@ -11,6 +11,7 @@
 // which then names the kernels without the extension.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -85,6 +86,20 @@ void AllowMatrixExtension(bool allow);
 // rest of the extension; unlike the prompt's Linears its outputs differ
 // from the vdpbf16ps kernel's in the order of their f32 sums.
 bool MatrixExtensionMultipliesBf16();
+
+// How far ahead of the weights it is reading decode's rows16 GEMV asks for
+// their lines into L2, in bytes (0: it leaves them to the hardware
+// prefetchers). On Intel x86 CPUs the default is 3072: on this project's
+// Intel Xeon (AVX3_DL, AMX) hints 3 KB ahead cut decode's Linear time by
+// 8% on 1 thread and 16-18% on 2, in huge pages or mapped (2 KB and 4-6 KB
+// less, L1 hints less, non-temporal ones took 1.5x the time;
+// docs/performance.md, twenty-ninth pass). Elsewhere 0: on AMD's Zen 4 and
+// Zen 5 hints 2-18 KB ahead measured no gain or a loss (earlier passes),
+// and on Arm they are not measured. SetDecodeReadAhead overrides the
+// default for the process (tests, experiments; ~size_t{0} restores it).
+size_t DefaultDecodeReadAhead();
+size_t DecodeReadAhead();
+void SetDecodeReadAhead(size_t bytes);
 
 // Whether a 64-bit Arm CPU reports a feature that Highway's targets do not
 // check: on Linux and Android bit `hwcap_bit` of the auxiliary vector's

@@ -199,10 +199,11 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
   const WeightView& w = item.w;
   const QuantizedRows rows(w);
   if (w.layout == TensorLayout::kRows16) {
-    const Rows16Weights packed(w);
+    Rows16Weights packed(w);
     const auto decode = packed.q8 ? kernels.rows16_decode_q8 : kernels.rows16_decode;
     const auto prefill = packed.q8 ? kernels.rows16_prefill_q8 : kernels.rows16_prefill;
     if (n == 1) {
+      packed.read_ahead = DecodeReadAhead();
       decode(packed, acts, item.bias, r0, r1, item.out);
       return;
     }

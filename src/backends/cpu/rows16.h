@@ -33,6 +33,9 @@ struct Rows16Weights {
   size_t code_bytes;  // per record, before its f16 scales
   size_t record_bytes;
   const uint8_t* data;
+  // Decode's GEMV asks for the lines this many bytes past the record it
+  // reads into L2 (0: none; DecodeReadAhead in kernel_target.h).
+  size_t read_ahead = 0;
 };
 
 }  // namespace pocket::cpu
