@@ -91,8 +91,8 @@ bool MatrixExtensionMultipliesBf16();
 // their lines into L2, in bytes (0: it leaves them to the hardware
 // prefetchers). On Intel x86 CPUs the default is 3072: on this project's
 // Intel Xeon (AVX3_DL, AMX) hints 3 KB ahead cut decode's Linear time by
-// 8% on 1 thread and 16-18% on 2, in huge pages or mapped (2 KB and 4-6 KB
-// less, L1 hints less, non-temporal ones took 1.5x the time;
+// 10-12% on 1 thread and 17-18% on 2, in huge pages or mapped (2 KB and
+// 4-6 KB less, L1 hints less, non-temporal ones took 1.5x the time;
 // docs/performance.md, twenty-ninth pass). Elsewhere 0: on AMD's Zen 4 and
 // Zen 5 hints 2-18 KB ahead measured no gain or a loss (earlier passes),
 // and on Arm they are not measured. SetDecodeReadAhead overrides the
