@@ -120,6 +120,7 @@ struct Int8Kernels {
   decltype(&HWY_STATIC_DISPATCH(Rows16PrefillInt8)) rows16_prefill;
   decltype(&HWY_STATIC_DISPATCH(Rows16DecodeQ8)) rows16_decode_q8;
   decltype(&HWY_STATIC_DISPATCH(Rows16PrefillQ8)) rows16_prefill_q8;
+  size_t read_ahead = 0;  // decode's rows16 GEMV (DecodeReadAhead), read once per call
 };
 
 // `prompt`: n > 1, where the matrix extension's kernels may take over.
@@ -157,9 +158,8 @@ Int8Kernels ChosenKernels(bool prompt) {
     kernels.scales_by_tile = true;
     kernels.rows16_prefill = kernels.rows16_prefill_q8 = &Rows16PrefillAmx;
   }
-#else
-  (void)prompt;
 #endif
+  if (!prompt) kernels.read_ahead = DecodeReadAhead();
   return kernels;
 }
 
@@ -203,7 +203,7 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
     const auto decode = packed.q8 ? kernels.rows16_decode_q8 : kernels.rows16_decode;
     const auto prefill = packed.q8 ? kernels.rows16_prefill_q8 : kernels.rows16_prefill;
     if (n == 1) {
-      packed.read_ahead = DecodeReadAhead();
+      packed.read_ahead = kernels.read_ahead;
       decode(packed, acts, item.bias, r0, r1, item.out);
       return;
     }
