@@ -29,6 +29,9 @@ std::string DescribeDevices() {
       "            %zu compute threads by default; cores fastest first: %s\n",
       cpu::KernelTargetName(), matrix.c_str(), std::thread::hardware_concurrency(),
       cpu::KernelTargetList(" ").c_str(), plan.default_threads, order.c_str());
+  std::string not_run;
+  for (const std::string& name : cpu::KernelTargetsNotRunHere()) not_run += " " + name;
+  if (!not_run.empty()) out += "            compiled, not run by this CPU:" + not_run + "\n";
 #ifdef POCKET_WITH_OPENCL
   out += opencl::DescribeDevices();
   if (!out.empty() && out.back() != '\n') out += '\n';

@@ -74,6 +74,26 @@ std::optional<bool> CpuHasExtension() {
   return testing::CpuHasFeature("avx_vnni", "POCKET_TEST_CPU_HAS_DOTPROD");
 }
 
+// What the build compiled and this CPU cannot run is listed apart from what
+// it runs, and the split follows the CPU's own flags (x86 Linux): AVX2 is
+// run here exactly where /proc/cpuinfo names avx2, and not run otherwise.
+TEST_F(KernelTargetTest, TargetsNotRunHereAreTheCompiledOnesTheCpuLacks) {
+  const std::vector<std::string> run = KernelTargets();
+  const std::vector<std::string> not_run = KernelTargetsNotRunHere();
+  for (const std::string& name : not_run) {
+    EXPECT_EQ(std::find(run.begin(), run.end(), name), run.end()) << name;
+    EXPECT_FALSE(RestrictKernelTargets(name)) << name;
+  }
+#if HWY_ARCH_X86
+  if ((HWY_TARGETS & HWY_AVX2) != 0) {
+    if (const std::optional<bool> avx2 = testing::CpuHasFeature("avx2", "")) {
+      const auto& list = *avx2 ? run : not_run;
+      EXPECT_NE(std::find(list.begin(), list.end(), "AVX2"), list.end());
+    }
+  }
+#endif
+}
+
 // The extension is listed, right before its base target, exactly where the
 // CPU has it: a detection that misses it, or claims it on a CPU that would
 // fault on its instructions, fails here (x86 Linux and the emulated CPUs of

@@ -266,6 +266,18 @@ std::string KernelTargetList(const char* separator) {
   return list;
 }
 
+std::vector<std::string> KernelTargetsNotRunHere() {
+  std::vector<std::string> names;
+  if (kMatrixExtension != nullptr && !MatrixExtensionAvailable()) names.push_back(kMatrixExtension);
+  if (kExtension != nullptr && !Int8ExtensionAvailable()) names.push_back(kExtension);
+  int64_t run_here = 0;
+  for (int64_t target : ListTargets()) run_here |= target;
+  for (int64_t bit = 1; bit != 0 && bit <= HWY_TARGETS; bit <<= 1) {
+    if ((HWY_TARGETS & bit) != 0 && (run_here & bit) == 0) names.push_back(hwy::TargetName(bit));
+  }
+  return names;
+}
+
 bool RestrictKernelTargets(const std::string& name) {
   for (int64_t target : ListTargets()) {
     const bool extended = target == kExtensionBase && Int8ExtensionAvailable() && Allowed() &&

@@ -29,6 +29,10 @@ const char* KernelTargetName();
 std::vector<std::string> KernelTargets();
 // The same names in one string, `separator` between them (for messages).
 std::string KernelTargetList(const char* separator);
+// What this build compiled that this CPU cannot run: Highway targets, the
+// int8 extension and the matrix extension, best first (so a log shows which
+// kernels a test run could not reach here).
+std::vector<std::string> KernelTargetsNotRunHere();
 
 // From now on every CPU kernel of the process dispatches to the target named
 // `name` (any case), one of KernelTargets(), instead of the best one: what a
