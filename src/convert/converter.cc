@@ -11,6 +11,7 @@
 #include "quant/quantize.h"
 #include "quant/rows16.h"
 
+#include "util/file_io.h"
 namespace pocket {
 namespace {
 
@@ -237,6 +238,9 @@ StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOpt
       return Errorf(StatusCode::kInternal, "tensor '%s' loaded %zu values, expected %llu",
                     src->name.c_str(), values.size(), static_cast<unsigned long long>(n));
     }
+  // Before the work, so a destination that PocketWriter::Finish would
+  // refuse costs no conversion.
+  POCKET_RETURN_IF_ERROR(CheckWriteDestination(path, "Pocket model (.pocket file)"));
     const uint64_t cols = src->shape.back(), rows = n / cols;
     const TensorStorage s = ChooseStorage(src->name, src->shape, q);
     auto bytes = QuantizeTensor(values.data(), rows, cols, s.dtype, s.group);

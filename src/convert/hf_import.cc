@@ -201,14 +201,17 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir,
   const std::string json_path = dir + "/tokenizer.json";
   const std::string spm_path = dir + "/tokenizer.model";
   if (IsRegularFile(json_path)) {
-    POCKET_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(json_path));
+    POCKET_ASSIGN_OR_RETURN(std::string text,
+                            ReadRegularFile(json_path, "tokenizer.json", kMaxTextFileBytes));
     prov->AddBytes("tokenizer.json", text.data(), text.size());
     auto tok = Tokenizer::FromHfJson(text, tokenizer_config);
     if (!tok.ok()) return Status(tok.status().code(), json_path + ": " + tok.status().message());
     return std::move(tok).value();
   }
   if (IsRegularFile(spm_path)) {
-    POCKET_ASSIGN_OR_RETURN(std::string proto, ReadWholeFile(spm_path));
+    POCKET_ASSIGN_OR_RETURN(
+        std::string proto,
+        ReadRegularFile(spm_path, "SentencePiece tokenizer.model", kMaxTextFileBytes));
     prov->AddBytes("tokenizer.model", proto.data(), proto.size());
     auto tok = Tokenizer::FromSentencePiece(proto);
     if (!tok.ok()) return Status(tok.status().code(), spm_path + ": " + tok.status().message());
@@ -223,7 +226,7 @@ StatusOr<Json> ReadOptionalJson(const std::string& dir, const char* name, std::s
                                 ProvenanceBuilder* prov) {
   const std::string path = dir + "/" + name;
   if (!IsRegularFile(path)) return Json();
-  POCKET_ASSIGN_OR_RETURN(*text, ReadWholeFile(path));
+  POCKET_ASSIGN_OR_RETURN(*text, ReadRegularFile(path, "JSON file", kMaxTextFileBytes));
   prov->AddBytes(name, text->data(), text->size());
   return ParseJson(*text, path.c_str());
 }
@@ -233,7 +236,8 @@ StatusOr<std::string> ReadLicense(const std::string& dir, ProvenanceBuilder* pro
   for (const char* name : {"LICENSE", "LICENSE.txt", "LICENSE.md"}) {
     const std::string path = dir + "/" + name;
     if (!IsRegularFile(path)) continue;
-    POCKET_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+    POCKET_ASSIGN_OR_RETURN(std::string text,
+                            ReadRegularFile(path, "license file", kMaxTextFileBytes));
     prov->AddBytes(name, text.data(), text.size());
     size_t start = 0;
     while (start < text.size()) {

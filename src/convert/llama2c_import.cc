@@ -89,7 +89,8 @@ StatusOr<SourceModel> ImportLlama2c(const std::string& path, const std::string& 
                   "--tokenizer with its sentencepiece .model file",
                   path.c_str());
   }
-  POCKET_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(path));
+  POCKET_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped,
+                          MappedFile::Open(path, "llama2.c checkpoint (.bin file)"));
   std::shared_ptr<MappedFile> file(std::move(mapped));
   if (file->size() < kHeaderBytes) {
     return Errorf(StatusCode::kCorruptFile,
@@ -110,7 +111,9 @@ StatusOr<SourceModel> ImportLlama2c(const std::string& path, const std::string& 
                   static_cast<unsigned long long>(*expected));
   }
 
-  POCKET_ASSIGN_OR_RETURN(std::string proto, ReadWholeFile(tokenizer_path));
+  POCKET_ASSIGN_OR_RETURN(std::string proto,
+                          ReadRegularFile(tokenizer_path, "SentencePiece .model file (--tokenizer)",
+                                          kMaxTextFileBytes));
   auto tok = Tokenizer::FromSentencePiece(proto);
   if (!tok.ok()) {
     return Status(tok.status().code(), tokenizer_path + ": " + tok.status().message());

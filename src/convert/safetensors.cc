@@ -72,7 +72,7 @@ SafetensorsFile::~SafetensorsFile() = default;
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile);
   f->path_ = path;
-  POCKET_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path));
+  POCKET_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path, "safetensors file"));
   POCKET_RETURN_IF_ERROR(f->ParseHeader());
   return f;
 }
@@ -142,7 +142,9 @@ StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Open(
   const std::string index_path = dir + "/model.safetensors.index.json";
   std::vector<std::string> shards;
   if (IsRegularFile(index_path)) {
-    POCKET_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(index_path));
+    POCKET_ASSIGN_OR_RETURN(
+        std::string text,
+        ReadRegularFile(index_path, "model.safetensors.index.json", kMaxTextFileBytes));
     POCKET_ASSIGN_OR_RETURN(Json index, ParseJson(text, index_path.c_str()));
     const Json* map = index.is_object() ? FindMember(index, "weight_map") : nullptr;
     if (!map || !map->is_object()) {

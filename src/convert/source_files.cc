@@ -2,9 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "convert/converter.h"
 #include "util/json_util.h"
 #include "util/sha256.h"
@@ -14,15 +11,6 @@ namespace pocket {
 bool IsRegularFile(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Errorf(StatusCode::kNotFound, "cannot open '%s'", path.c_str());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Errorf(StatusCode::kIoError, "error reading '%s'", path.c_str());
-  return ss.str();
 }
 
 void ProvenanceBuilder::AddBytes(const std::string& name, const void* data, uint64_t size) {

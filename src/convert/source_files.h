@@ -1,4 +1,4 @@
-// Reading the small text files of a model source and recording the digest of
+// Finding the files of a model source and recording the digest of
 // every file the converter reads, for the config's provenance.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "util/file_io.h"  // ReadRegularFile, for the readers of source files
 #include "util/status.h"
 
 namespace pocket {
@@ -17,7 +18,6 @@ struct SourceFileRecord {
 };
 
 bool IsRegularFile(const std::string& path);
-StatusOr<std::string> ReadWholeFile(const std::string& path);
 
 // Collects provenance: {"source", "converter", "files": [{name, sha256, bytes}]}.
 class ProvenanceBuilder {

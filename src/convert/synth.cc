@@ -60,12 +60,14 @@ std::string BaseName(const std::string& path) {
 // the chat template of the tokenizer_config.json beside it when present.
 Status AttachQwen3Tokenizer(const std::string& path, ModelConfig* c, std::string* blob,
                             ProvenanceBuilder* prov) {
-  POCKET_ASSIGN_OR_RETURN(std::string json, ReadWholeFile(path));
+  POCKET_ASSIGN_OR_RETURN(std::string json,
+                          ReadRegularFile(path, "tokenizer.json", kMaxTextFileBytes));
   prov->AddBytes(BaseName(path), json.data(), json.size());
   std::string tc_text;
   const std::string tc_path = DirName(path) + "/tokenizer_config.json";
   if (IsRegularFile(tc_path)) {
-    POCKET_ASSIGN_OR_RETURN(tc_text, ReadWholeFile(tc_path));
+    POCKET_ASSIGN_OR_RETURN(tc_text,
+                            ReadRegularFile(tc_path, "tokenizer_config.json", kMaxTextFileBytes));
     prov->AddBytes(BaseName(tc_path), tc_text.data(), tc_text.size());
     auto tc = ParseJson(tc_text, tc_path.c_str());
     if (!tc.ok()) return tc.status();
@@ -95,7 +97,8 @@ Status AttachQwen3Tokenizer(const std::string& path, ModelConfig* c, std::string
 
 Status AttachSentencePiece(const std::string& path, ModelConfig* c, std::string* blob,
                            ProvenanceBuilder* prov) {
-  POCKET_ASSIGN_OR_RETURN(std::string proto, ReadWholeFile(path));
+  POCKET_ASSIGN_OR_RETURN(std::string proto,
+                          ReadRegularFile(path, "SentencePiece .model file", kMaxTextFileBytes));
   prov->AddBytes(BaseName(path), proto.data(), proto.size());
   auto tok = Tokenizer::FromSentencePiece(proto);
   if (!tok.ok()) return Status(tok.status().code(), path + ": " + tok.status().message());

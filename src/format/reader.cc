@@ -59,7 +59,8 @@ size_t PocketFile::ReleasePages(uint64_t offset, uint64_t size) const {
 }
 
 StatusOr<std::unique_ptr<PocketFile>> PocketFile::Open(const std::string& path) {
-  POCKET_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapping, MappedFile::Open(path));
+  POCKET_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapping,
+                          MappedFile::Open(path, "Pocket model (.pocket file)"));
   std::unique_ptr<PocketFile> f(new PocketFile());
   f->base_ = mapping->data();
   f->size_ = mapping->size();

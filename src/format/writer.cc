@@ -1,15 +1,11 @@
 #include "format/writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 
 #include "format/tensor_directory.h"
 #include "util/crc32c.h"
+#include "util/file_io.h"
 
 namespace pocket {
 namespace {
@@ -21,51 +17,14 @@ struct Blob {
   const std::string* bytes;
 };
 
-// Writes the whole file through one descriptor; the first failure is kept
-// (with its errno) and later writes become no-ops.
-class FileSink {
- public:
-  explicit FileSink(const std::string& path)
-      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) err_ = errno;
+void WriteZeros(AtomicFileWriter* out, uint64_t n) {
+  static const char kZeros[4096] = {};
+  while (n > 0) {
+    const size_t k = n < sizeof(kZeros) ? static_cast<size_t>(n) : sizeof(kZeros);
+    out->Write(kZeros, k);
+    n -= k;
   }
-  ~FileSink() { Close(); }
-
-  void Write(const void* data, size_t size) {
-    const char* p = static_cast<const char*>(data);
-    while (err_ == 0 && size > 0) {
-      const ssize_t n = ::write(fd_, p, size);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        err_ = errno;
-        return;
-      }
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-  }
-  void Zeros(uint64_t n) {
-    static const char kZeros[4096] = {};
-    while (n > 0) {
-      const size_t k = n < sizeof(kZeros) ? static_cast<size_t>(n) : sizeof(kZeros);
-      Write(kZeros, k);
-      n -= k;
-    }
-  }
-  // Flushes to disk before the rename so a crash never leaves a renamed but
-  // incomplete model.
-  void Close() {
-    if (fd_ < 0) return;
-    if (err_ == 0 && ::fsync(fd_) != 0) err_ = errno;
-    if (::close(fd_) != 0 && err_ == 0) err_ = errno;
-    fd_ = -1;
-  }
-  int error() const { return err_; }
-
- private:
-  int fd_;
-  int err_ = 0;
-};
+}
 
 // CRC32C of `n` zero bytes appended to `crc`.
 uint32_t CrcZeros(uint32_t crc, uint64_t n) {
@@ -148,35 +107,25 @@ Status PocketWriter::Finish(const std::string& path) {
   h.table_crc32c = Crc32c(0, table.data(), table.size() * sizeof(SectionEntry));
   h.header_crc32c = Crc32c(0, &h, offsetof(FileHeader, header_crc32c));
 
-  const std::string tmp = path + ".tmp";
-  int err;
-  {
-    FileSink out(tmp);
-    out.Write(&h, sizeof(h));
-    pos = sizeof(h);
-    for (size_t i = 0; i < 4; ++i) {
-      out.Zeros(table[i].offset - pos);
-      out.Write(blobs[i].bytes->data(), blobs[i].bytes->size());
-      pos = table[i].offset + table[i].size;
-    }
-    out.Zeros(data.offset - pos);
-    pos = 0;  // now relative to the data section
-    for (size_t i = 0; i < infos_.size(); ++i) {
-      out.Zeros(infos_[i].offset - pos);
-      out.Write(data_[i].data(), data_[i].size());
-      pos = infos_[i].offset + infos_[i].nbytes;
-    }
-    out.Zeros(h.table_offset - (data.offset + data.size));
-    out.Write(table.data(), table.size() * sizeof(SectionEntry));
-    out.Close();
-    err = out.error();
+  AtomicFileWriter out;
+  POCKET_RETURN_IF_ERROR(out.Open(path, "Pocket model (.pocket file)"));
+  out.Write(&h, sizeof(h));
+  pos = sizeof(h);
+  for (size_t i = 0; i < 4; ++i) {
+    WriteZeros(&out, table[i].offset - pos);
+    out.Write(blobs[i].bytes->data(), blobs[i].bytes->size());
+    pos = table[i].offset + table[i].size;
   }
-  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    std::remove(tmp.c_str());
-    return Errorf(StatusCode::kIoError, "cannot write '%s': %s", path.c_str(), std::strerror(err));
+  WriteZeros(&out, data.offset - pos);
+  pos = 0;  // now relative to the data section
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    WriteZeros(&out, infos_[i].offset - pos);
+    out.Write(data_[i].data(), data_[i].size());
+    pos = infos_[i].offset + infos_[i].nbytes;
   }
-  return Status::Ok();
+  WriteZeros(&out, h.table_offset - (data.offset + data.size));
+  out.Write(table.data(), table.size() * sizeof(SectionEntry));
+  return out.Commit();
 }
 
 }  // namespace pocket

@@ -1,7 +1,9 @@
 // Writes .pocket files. Tensors are appended in order; Finish() lays out the
 // data section on a 16 KiB boundary with each tensor on 64 bytes, writes
 // "<path>.tmp" and renames it over <path> only when everything succeeded,
-// so a failed conversion never leaves a half-written model behind.
+// so a failed conversion never leaves a half-written model behind. A <path>
+// that exists and is not a regular file (a device node, FIFO or directory)
+// is refused, never replaced (util/file_io.h).
 #pragma once
 
 #include <cstdint>

@@ -1,14 +1,14 @@
 // Session::Save and Session::Load: the session state file of
 // docs/memory.md. Every field is little-endian; the reader checks each one
 // before using it and the whole file's CRC32C before changing anything.
-#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/ops.h"
 #include "runtime/session.h"
 #include "util/crc32c.h"
+#include "util/file_io.h"
 
 namespace pocket {
 
@@ -107,19 +107,18 @@ const char* StoredKvTypeName(uint32_t type) {
              : "unknown";
 }
 
-Status ReadWholeFile(const std::string& path, std::string* out) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (f == nullptr) {
-    return Errorf(StatusCode::kNotFound, "%s: cannot open the session state for reading",
-                  path.c_str());
+// The largest state a session of `model` can save: the whole context in
+// f32, the widest KV type. It bounds Load's read, which of a device such as
+// /dev/zero would otherwise go on until memory runs out.
+uint64_t MaxStateBytes(const Model& model) {
+  const Plan& plan = model.plan();
+  uint64_t row_bytes = 0;
+  for (size_t l = 0; l < plan.kv_row.size(); ++l) {
+    row_bytes += 2 * cpu::KvRowBytes(cpu::KvType::kF32, plan.kv_row[l], plan.kv_head_dim[l]);
   }
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) out->append(buf, got);
-  if (std::ferror(f.get())) {
-    return Errorf(StatusCode::kIoError, "%s: read error", path.c_str());
-  }
-  return Status::Ok();
+  const uint64_t context = static_cast<uint64_t>(model.config().context);
+  return Header(model, cpu::KvType::kF32).size() + 2 * sizeof(uint64_t) +
+         (context + kMaxPending) * sizeof(int32_t) + context * row_bytes + sizeof(uint32_t);
 }
 
 }  // namespace
@@ -149,22 +148,14 @@ Status Session::Save(const std::string& path) const {
   kv_.Write(tokens_.size(), &out);
   Put(&out, Crc32c(0, out.data(), out.size()));
 
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (f == nullptr) {
-    return Errorf(StatusCode::kIoError, "%s: cannot open for writing the session state",
-                  path.c_str());
-  }
-  if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size() || std::fflush(f.get()) != 0) {
-    return Errorf(StatusCode::kIoError, "%s: writing %zu bytes of session state failed",
-                  path.c_str(), out.size());
-  }
-  return Status::Ok();
+  return WriteFileAtomically(path, "session state file", out);
 }
 
 Status Session::Load(const std::string& path) {
   POCKET_RETURN_IF_ERROR(CheckStateFilesSupported());
-  std::string bytes;
-  POCKET_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
+  POCKET_ASSIGN_OR_RETURN(
+      const std::string bytes,
+      ReadRegularFile(path, "session state file saved with this model", MaxStateBytes(*model_)));
   auto corrupt = [&](const char* what) {
     return Errorf(StatusCode::kCorruptFile, "%s: not a valid Pocket session state: %s",
                   path.c_str(), what);

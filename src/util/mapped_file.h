@@ -16,8 +16,11 @@ namespace pocket {
 class MappedFile {
  public:
   // Errors (IoError / NotFound / InvalidArgument) name the path and the OS
-  // reason: a missing file, a directory, an empty file, a failed mmap.
-  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  // reason: a missing file, a directory or other file that is not regular
+  // (RegularFile::Open, which `what` is passed to), an empty file, a failed
+  // mmap.
+  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path,
+                                                    const char* what = "file");
   ~MappedFile();
 
   MappedFile(const MappedFile&) = delete;

@@ -1,10 +1,10 @@
 #include "util/sha256.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <vector>
+
+#include "util/file_io.h"
 
 namespace pocket {
 namespace {
@@ -106,22 +106,19 @@ std::string Sha256Hex(const void* data, size_t size) {
 }
 
 StatusOr<std::string> Sha256File(const std::string& path, uint64_t* bytes) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    return Errorf(StatusCode::kNotFound, "cannot open '%s' to hash it: %s", path.c_str(),
-                  std::strerror(errno));
-  }
+  POCKET_ASSIGN_OR_RETURN(RegularFile file, RegularFile::Open(path, "model source file"));
   Sha256 h;
   std::vector<uint8_t> chunk(1 << 20);
+  // The size at open bounds the read: a file that grows meanwhile is hashed
+  // as it was.
   uint64_t total = 0;
-  size_t got;
-  while ((got = std::fread(chunk.data(), 1, chunk.size(), f)) > 0) {
+  while (total < file.size()) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), file.size() - total));
+    POCKET_ASSIGN_OR_RETURN(size_t got, file.Read(chunk.data(), want));
+    if (got == 0) break;
     h.Update(chunk.data(), got);
     total += got;
   }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return Errorf(StatusCode::kIoError, "error reading '%s'", path.c_str());
   if (bytes) *bytes = total;
   return h.HexDigest();
 }

@@ -39,7 +39,7 @@ TEST(MappedFile, Directory) {
   ::mkdir(path.c_str(), 0755);
   Status s = MappedFile::Open(path).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "'" + path + "' is a directory, not a file");
+  EXPECT_EQ(s.message(), "'" + path + "' is a directory; give the path of a file");
 }
 
 TEST(MappedFile, EmptyFile) {

@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
+#include "util/file_io.h"
 
 namespace pocket::cli {
 
@@ -43,23 +43,23 @@ bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
 
 // NumPy format 1.0: magic, version, little-endian u16 header length, a
 // Python dict literal padded with spaces to a 64-byte boundary, then data.
-bool WriteNpy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
+Status WriteNpy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
                        std::to_string(rows) + ", " + std::to_string(cols) + "), }";
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return false;
   const uint16_t len = static_cast<uint16_t>(header.size());
   const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
   const unsigned char len_le[2] = {static_cast<unsigned char>(len & 0xff),
                                    static_cast<unsigned char>(len >> 8)};
-  bool ok = std::fwrite(magic, 1, 8, f) == 8 && std::fwrite(len_le, 1, 2, f) == 2 &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            std::fwrite(data.data(), sizeof(float), data.size(), f) == data.size();
-  ok = std::fclose(f) == 0 && ok;
-  return ok;
+  AtomicFileWriter out;
+  POCKET_RETURN_IF_ERROR(out.Open(path, "NumPy .npy file"));
+  out.Write(magic, sizeof(magic));
+  out.Write(len_le, sizeof(len_le));
+  out.Write(header.data(), header.size());
+  out.Write(data.data(), data.size() * sizeof(float));
+  return out.Commit();
 }
 
 }  // namespace
@@ -112,9 +112,9 @@ int CmdLogits(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return kExitError;
   }
-  const std::string out = args.Get("-o");
-  if (!WriteNpy(out, logits, ids.size(), static_cast<size_t>(model.config().vocab))) {
-    std::fprintf(stderr, "error: cannot write '%s': %s\n", out.c_str(), std::strerror(errno));
+  s = WriteNpy(args.Get("-o"), logits, ids.size(), static_cast<size_t>(model.config().vocab));
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return kExitError;
   }
   return kExitOk;

@@ -3,13 +3,12 @@
 // token of a window is context only and is not scored).
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
+#include "util/file_io.h"
 #include "util/json_util.h"
 
 namespace pocket::cli {
@@ -55,13 +54,11 @@ int CmdPerplexity(int argc, char** argv) {
     std::fprintf(stderr, "error: --ctx needs an integer >= 2\n");
     return kExitUsage;
   }
-  std::ifstream in(args.Get("-f"), std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "error: cannot open '%s'\n", args.Get("-f").c_str());
+  StatusOr<std::string> input = ReadRegularFile(args.Get("-f"), "text file", kMaxTextFileBytes);
+  if (!input.ok()) {
+    std::fprintf(stderr, "error: %s\n", input.status().ToString().c_str());
     return kExitError;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
 
   LoadedModel loaded;
   int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
@@ -74,7 +71,7 @@ int CmdPerplexity(int argc, char** argv) {
                  static_cast<long long>(ctx), config.context);
     return kExitUsage;
   }
-  auto encoded = model.tokenizer().Encode(buffer.str(), true);
+  auto encoded = model.tokenizer().Encode(*input, true);
   if (!encoded.ok()) {
     std::fprintf(stderr, "error: %s: %s\n", args.Get("-f").c_str(),
                  encoded.status().ToString().c_str());

@@ -1,23 +1,13 @@
 #include "tools/pocket/tokenizer_source.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "format/reader.h"
 #include "tools/pocket/commands.h"
+#include "util/file_io.h"
 
 namespace pocket::cli {
 namespace {
-
-bool ReadWholeFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return static_cast<bool>(in) || in.eof();
-}
 
 std::string SiblingConfig(const std::string& tokenizer_json_path) {
   const size_t slash = tokenizer_json_path.find_last_of('/');
@@ -31,21 +21,21 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(const Args& args) {
     POCKET_ASSIGN_OR_RETURN(std::unique_ptr<PocketFile> file, PocketFile::Open(args.Get("-m")));
     return Tokenizer::FromBlob(file->tokenizer_blob());
   }
-  std::string text;
   if (args.Has("--spm-model")) {
-    const std::string path = args.Get("--spm-model");
-    if (!ReadWholeFile(path, &text)) {
-      return Errorf(StatusCode::kIoError, "cannot read SentencePiece model '%s'", path.c_str());
-    }
+    POCKET_ASSIGN_OR_RETURN(
+        std::string text,
+        ReadRegularFile(args.Get("--spm-model"), "SentencePiece .model file (--spm-model)",
+                        kMaxTextFileBytes));
     return Tokenizer::FromSentencePiece(text);
   }
-  const std::string path = args.Get("--tokenizer-json");
-  if (!ReadWholeFile(path, &text)) {
-    return Errorf(StatusCode::kIoError, "cannot read tokenizer.json '%s'", path.c_str());
-  }
-  std::string config;
-  if (!ReadWholeFile(SiblingConfig(path), &config)) config.clear();
-  return Tokenizer::FromHfJson(text, config);
+  POCKET_ASSIGN_OR_RETURN(std::string text,
+                          ReadRegularFile(args.Get("--tokenizer-json"),
+                                          "tokenizer.json (--tokenizer-json)", kMaxTextFileBytes));
+  // tokenizer_config.json is optional: one that is absent or unreadable
+  // leaves the template out.
+  StatusOr<std::string> config = ReadRegularFile(SiblingConfig(args.Get("--tokenizer-json")),
+                                                 "tokenizer_config.json", kMaxTextFileBytes);
+  return Tokenizer::FromHfJson(text, config.ok() ? *config : std::string());
 }
 
 }  // namespace
