@@ -1,5 +1,7 @@
 #include "format/model_config.h"
 
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 
 #include "util/json_util.h"
@@ -33,6 +35,10 @@ Status GetOptInt32(const Json& obj, const char* key, int32_t* out, const char* w
 Status GetOptFloat(const Json& obj, const char* key, float* out, const char* where) {
   double v = *out;
   POCKET_RETURN_IF_ERROR(GetOptDouble(obj, key, &v, where));
+  if (!(std::fabs(v) <= FLT_MAX)) {
+    return Errorf(StatusCode::kInvalidArgument, "%s: '%s' = %g is not a finite 32-bit float",
+                  where, key, v);
+  }
   *out = static_cast<float>(v);
   return Status::Ok();
 }
@@ -227,12 +233,14 @@ Status ValidateModelConfig(const ModelConfig& c) {
     return Errorf(StatusCode::kInvalidArgument,
                   "model config: 'head_dim' = %d must be even for rotary embeddings", c.head_dim);
   }
-  if (!(c.rope_theta > 0)) {
-    return Errorf(StatusCode::kInvalidArgument, "model config: 'rope_theta' must be positive");
+  if (const char* why = RopeThetaError(c.rope_theta)) {
+    return Errorf(StatusCode::kInvalidArgument, "model config: 'rope_theta' = %g %s", c.rope_theta,
+                  why);
   }
-  if (!(c.rms_eps > 0)) {
-    return Errorf(StatusCode::kInvalidArgument, "model config: 'rms_eps' must be positive");
+  if (const char* why = RmsEpsError(c.rms_eps)) {
+    return Errorf(StatusCode::kInvalidArgument, "model config: 'rms_eps' = %g %s", c.rms_eps, why);
   }
+  POCKET_RETURN_IF_ERROR(ValidateGenerationDefaults(c.generation, "model config 'generation'"));
   for (int32_t id : {c.bos_id, c.eos_id}) {
     if (id < -1 || id >= c.vocab) {
       return Errorf(StatusCode::kInvalidArgument,
@@ -258,6 +266,44 @@ Status ValidateModelConfig(const ModelConfig& c) {
     }
   }
   return Status::Ok();
+}
+
+Status ValidateGenerationDefaults(const GenerationDefaults& g, const char* where) {
+  const auto bad = [where](const char* key, double value, const char* rule) {
+    return Errorf(StatusCode::kInvalidArgument, "%s: '%s' = %g %s", where, key, value, rule);
+  };
+  if (!(g.temperature >= 0.0f) || !std::isfinite(g.temperature)) {
+    return bad("temperature", g.temperature, "must be finite and >= 0 (0 = greedy)");
+  }
+  if (g.top_k < 0) return bad("top_k", g.top_k, "must be >= 0 (0 = off)");
+  if (!(g.top_p > 0.0f && g.top_p <= 1.0f)) {
+    return bad("top_p", g.top_p, "must be in (0, 1] (1 = off)");
+  }
+  if (!(g.min_p >= 0.0f && g.min_p <= 1.0f)) {
+    return bad("min_p", g.min_p, "must be in [0, 1] (0 = off)");
+  }
+  if (!(g.repeat_penalty > 0.0f) || !std::isfinite(g.repeat_penalty)) {
+    return bad("repeat_penalty", g.repeat_penalty, "must be finite and > 0 (1 = off)");
+  }
+  if (g.max_new_tokens < 0 || g.max_new_tokens > (1 << 30)) {
+    return bad("max_new_tokens", g.max_new_tokens, "must be in [0, 2^30]");
+  }
+  return Status::Ok();
+}
+
+const char* RmsEpsError(double eps) {
+  // Below 1 the cast is defined; an eps that rounds to 0 as f32 divides by 0.
+  if (!(eps > 0.0 && eps < 1.0) || static_cast<float>(eps) == 0.0f) {
+    return "must be in (0, 1) and non-zero as an f32 (typically 1e-5 or 1e-6)";
+  }
+  return nullptr;
+}
+
+const char* RopeThetaError(double theta) {
+  if (!(theta > 1.0 && theta <= FLT_MAX)) {
+    return "must be above 1 and finite as an f32 (typically 10000 or 1000000)";
+  }
+  return nullptr;
 }
 
 StatusOr<std::string> BuildDecoderGraph(const ModelConfig& c) {

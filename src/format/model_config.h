@@ -62,8 +62,21 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& json);
 std::string ModelConfigToJson(const ModelConfig& config);
 
 // Checks internal consistency (positive sizes, hidden = heads * head_dim is
-// NOT required, kv heads divide heads, ...). Error names the field.
+// NOT required, kv heads divide heads, ...) and the ranges of rope_theta,
+// rms_eps and the generation defaults. Error names the field.
 Status ValidateModelConfig(const ModelConfig& config);
+
+// The generation defaults in the ranges the sampler takes (temperature >= 0,
+// top_k >= 0, top_p in (0, 1], min_p in [0, 1], repeat_penalty > 0,
+// 0 <= max_new_tokens <= 2^30); `where` names the file or section in the
+// error, the field by its key.
+Status ValidateGenerationDefaults(const GenerationDefaults& g, const char* where);
+
+// Why an RMSNorm epsilon or a RoPE base cannot be used as the kernels take
+// it (f32), or nullptr when it can: eps must be in (0, 1), theta above 1,
+// both finite. The config and the graph's rms_norm / rope nodes share them.
+const char* RmsEpsError(double eps);
+const char* RopeThetaError(double theta);
 
 // The decoder graph (docs/graph.md) for config.architecture, as JSON text.
 StatusOr<std::string> BuildDecoderGraph(const ModelConfig& config);

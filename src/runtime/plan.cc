@@ -40,6 +40,10 @@ namespace {
 constexpr int kMaxRepeatDepth = 4;
 // Bounds the expanded node count so a hostile repeat cannot exhaust memory.
 constexpr size_t kMaxNodes = 1 << 20;
+// A decoder has fewer nodes than twice its tensors (a layer: 15 to 17 nodes
+// over 9 to 14 tensors), so a graph that expands to more than this many per
+// tensor does not describe the file's weights.
+constexpr size_t kMaxNodesPerTensor = 8;
 
 struct OpSpec {
   const char* name;
@@ -73,46 +77,73 @@ void Substitute(Json* j, const std::vector<std::pair<std::string, std::string>>&
   }
 }
 
-// Flattens `nodes`, expanding repeat blocks with their variable substituted.
-Status Expand(const Json& nodes, std::vector<std::pair<std::string, std::string>>* subs, int depth,
-              std::vector<Json>* out) {
+struct Repeat {
+  int64_t count = 0;
+  std::string var;
+  const Json* body = nullptr;
+};
+
+// The fields of the repeat block `node`, whose first expanded node would be
+// node `first`.
+Status ReadRepeat(const Json& node, uint64_t first, int depth, Repeat* r) {
+  const std::string where = StringPrintf("graph section: repeat block after node %llu",
+                                         static_cast<unsigned long long>(first));
+  if (depth >= kMaxRepeatDepth) {
+    return Errorf(StatusCode::kCorruptFile, "%s: repeat blocks nested deeper than %d",
+                  where.c_str(), kMaxRepeatDepth);
+  }
+  POCKET_RETURN_IF_ERROR(GetInt(node, "repeat", &r->count, where.c_str()));
+  POCKET_RETURN_IF_ERROR(GetString(node, "var", &r->var, where.c_str()));
+  r->body = FindMember(node, "nodes");
+  if (r->count < 0 || r->count > static_cast<int64_t>(kMaxNodes) || r->body == nullptr) {
+    return Errorf(StatusCode::kCorruptFile, "%s: needs 0 <= repeat <= %zu and a 'nodes' array",
+                  where.c_str(), kMaxNodes);
+  }
+  return Status::Ok();
+}
+
+// What `nodes` expands to, counted without expanding them.
+struct GraphSize {
+  uint64_t nodes = 0;      // op nodes
+  uint64_t attention = 0;  // of which attention nodes (one per layer)
+  uint64_t work = 0;       // op nodes plus repeat iterations: what expanding costs
+};
+
+// Counts and checks the structure of `nodes` (the first would be expanded
+// node `first`), refusing more than `limit` of work before any of it is done.
+Status Measure(const Json& nodes, int depth, uint64_t first, uint64_t limit, GraphSize* size) {
   if (!nodes.is_array()) {
     return Errorf(StatusCode::kCorruptFile, "graph section: 'nodes' must be an array");
   }
   for (const Json& node : nodes) {
+    const uint64_t at = first + size->nodes;
     if (!node.is_object()) {
-      return Errorf(StatusCode::kCorruptFile, "graph section: node %zu is not an object",
-                    out->size());
+      return Errorf(StatusCode::kCorruptFile, "graph section: node %llu is not an object",
+                    static_cast<unsigned long long>(at));
     }
     if (FindMember(node, "repeat") == nullptr) {
-      if (out->size() >= kMaxNodes) {
-        return Errorf(StatusCode::kCorruptFile, "graph section: more than %zu nodes", kMaxNodes);
+      const Json* op = FindMember(node, "op");
+      ++size->nodes;
+      ++size->work;
+      if (op != nullptr && op->is_string() && op->get_ref<const std::string&>() == "attention") {
+        ++size->attention;
       }
-      Json copy = node;
-      Substitute(&copy, *subs);
-      out->push_back(std::move(copy));
-      continue;
+    } else {
+      Repeat r;
+      POCKET_RETURN_IF_ERROR(ReadRepeat(node, at, depth, &r));
+      GraphSize body;
+      POCKET_RETURN_IF_ERROR(Measure(*r.body, depth + 1, at, limit, &body));
+      // body.work <= limit and count <= kMaxNodes: no product overflows.
+      const uint64_t count = static_cast<uint64_t>(r.count);
+      size->nodes += count * body.nodes;
+      size->attention += count * body.attention;
+      size->work += count * (body.work + 1);
     }
-    const std::string where =
-        StringPrintf("graph section: repeat block after node %zu", out->size());
-    if (depth >= kMaxRepeatDepth) {
-      return Errorf(StatusCode::kCorruptFile, "%s: repeat blocks nested deeper than %d",
-                    where.c_str(), kMaxRepeatDepth);
-    }
-    int64_t count = 0;
-    std::string var;
-    POCKET_RETURN_IF_ERROR(GetInt(node, "repeat", &count, where.c_str()));
-    POCKET_RETURN_IF_ERROR(GetString(node, "var", &var, where.c_str()));
-    const Json* body = FindMember(node, "nodes");
-    if (count < 0 || count > static_cast<int64_t>(kMaxNodes) || body == nullptr) {
-      return Errorf(StatusCode::kCorruptFile, "%s: needs 0 <= repeat <= %zu and a 'nodes' array",
-                    where.c_str(), kMaxNodes);
-    }
-    for (int64_t i = 0; i < count; ++i) {
-      subs->emplace_back("{" + var + "}", std::to_string(i));
-      Status s = Expand(*body, subs, depth + 1, out);
-      subs->pop_back();
-      POCKET_RETURN_IF_ERROR(s);
+    if (size->work > limit) {
+      return Errorf(StatusCode::kCorruptFile,
+                    "graph section: expands to more than %llu nodes (at most %zu per tensor of "
+                    "the tensor directory, and %zu); the graph does not describe this file",
+                    static_cast<unsigned long long>(limit), kMaxNodesPerTensor, kMaxNodes);
     }
   }
   return Status::Ok();
@@ -122,14 +153,14 @@ class Planner {
  public:
   Planner(const PocketFile& file, const ModelConfig& config) : file_(file), config_(config) {}
 
-  StatusOr<Plan> Build(const std::vector<Json>& nodes) {
+  // `nodes` passed Measure, which counted config_.n_layers attention nodes.
+  StatusOr<Plan> Build(const Json& nodes) {
     plan_.kv_row.assign(static_cast<size_t>(config_.n_layers), 0);
     plan_.kv_head_dim.assign(plan_.kv_row.size(), 0);
     plan_.kv_rope.assign(plan_.kv_row.size(), cpu::KvRope());
     plan_.vocab = static_cast<size_t>(config_.vocab);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      POCKET_RETURN_IF_ERROR(AddNode(static_cast<int>(i), nodes[i]));
-    }
+    std::vector<std::pair<std::string, std::string>> subs;
+    POCKET_RETURN_IF_ERROR(Expand(nodes, &subs, 0));
     auto it = current_.find("logits");
     if (it == current_.end()) {
       return Errorf(StatusCode::kCorruptFile,
@@ -241,9 +272,14 @@ class Planner {
     return Fail(StatusCode::kCorruptFile, "attribute '%s' must be an integer", key);
   }
 
-  Status Float(const Json& node, const char* key, double def, float* out) {
+  // A float attribute (default: the config's value) that `error` accepts.
+  Status Float(const Json& node, const char* key, double def, const char* (*error)(double),
+               float* out) {
     double v = def;
     POCKET_RETURN_IF_ERROR(GetOptDouble(node, key, &v, where_.c_str()));
+    if (const char* why = error(v)) {
+      return Fail(StatusCode::kCorruptFile, "'%s' = %g %s", key, v, why);
+    }
     *out = static_cast<float>(v);
     return Status::Ok();
   }
@@ -270,6 +306,29 @@ class Planner {
     current_[name] = width;
     step->out = it->second;
     step->width = width;
+  }
+
+  // Plans the nodes one at a time as repeat blocks expand, with each block's
+  // variable substituted, so no expanded copy of the graph is held.
+  Status Expand(const Json& nodes, std::vector<std::pair<std::string, std::string>>* subs,
+                int depth) {
+    for (const Json& node : nodes) {
+      if (FindMember(node, "repeat") == nullptr) {
+        Json copy = node;
+        Substitute(&copy, *subs);
+        POCKET_RETURN_IF_ERROR(AddNode(static_cast<int>(plan_.steps.size()), copy));
+        continue;
+      }
+      Repeat r;
+      POCKET_RETURN_IF_ERROR(ReadRepeat(node, plan_.steps.size(), depth, &r));
+      for (int64_t i = 0; i < r.count; ++i) {
+        subs->emplace_back("{" + r.var + "}", std::to_string(i));
+        Status s = Expand(*r.body, subs, depth + 1);
+        subs->pop_back();
+        POCKET_RETURN_IF_ERROR(s);
+      }
+    }
+    return Status::Ok();
   }
 
   Status AddNode(int index, const Json& node) {
@@ -328,7 +387,7 @@ class Planner {
       case OpKind::kRmsNorm:
       case OpKind::kHeadRmsNorm: {
         POCKET_RETURN_IF_ERROR(Value(names[0], &step.in[0], &step.in_width));
-        POCKET_RETURN_IF_ERROR(Float(node, "eps", config_.rms_eps, &step.eps));
+        POCKET_RETURN_IF_ERROR(Float(node, "eps", config_.rms_eps, RmsEpsError, &step.eps));
         size_t norm_size = step.in_width;
         if (spec->op == OpKind::kHeadRmsNorm) {
           POCKET_RETURN_IF_ERROR(HeadDim(node, step.in_width, &step.head_dim));
@@ -358,7 +417,7 @@ class Planner {
         if (step.head_dim % 2 != 0) {
           return Fail(StatusCode::kCorruptFile, "head_dim %zu must be even", step.head_dim);
         }
-        POCKET_RETURN_IF_ERROR(Float(node, "theta", config_.rope_theta, &step.theta));
+        POCKET_RETURN_IF_ERROR(Float(node, "theta", config_.rope_theta, RopeThetaError, &step.theta));
         std::string style = config_.rope_style == RopeStyle::kNeox ? "neox" : "interleaved";
         POCKET_RETURN_IF_ERROR(GetOptString(node, "style", &style, where_.c_str()));
         if (style == "neox") {
@@ -417,13 +476,23 @@ class Planner {
                   static_cast<long long>(heads), static_cast<long long>(kv_heads),
                   static_cast<long long>(hd));
     }
-    const size_t q_width = static_cast<size_t>(heads * hd);
-    const size_t kv_width = static_cast<size_t>(kv_heads * hd);
-    if (step->in_width != q_width || wk != kv_width || wv != kv_width) {
+    size_t q_width = 0, kv_width = 0;
+    if (__builtin_mul_overflow(heads, hd, &q_width) ||
+        __builtin_mul_overflow(kv_heads, hd, &kv_width) || step->in_width != q_width ||
+        wk != kv_width || wv != kv_width) {
       return Fail(StatusCode::kCorruptFile,
                   "q/k/v widths %zu/%zu/%zu do not match %lld heads, %lld kv heads of %lld",
                   step->in_width, wk, wv, static_cast<long long>(heads),
                   static_cast<long long>(kv_heads), static_cast<long long>(hd));
+    }
+    // The attention kernels are chosen for the config's heads at load.
+    if (heads != config_.n_heads || kv_heads != config_.n_kv_heads || hd != config_.head_dim) {
+      return Fail(StatusCode::kCorruptFile,
+                  "%lld heads, %lld kv heads of %lld differ from the config's n_heads %d, "
+                  "n_kv_heads %d, head_dim %d",
+                  static_cast<long long>(heads), static_cast<long long>(kv_heads),
+                  static_cast<long long>(hd), config_.n_heads, config_.n_kv_heads,
+                  config_.head_dim);
     }
     size_t& row = plan_.kv_row[static_cast<size_t>(layer)];
     if (row != 0) {
@@ -477,11 +546,21 @@ StatusOr<Plan> BuildPlan(std::string_view graph_json, const PocketFile& file,
   if (nodes == nullptr) {
     return Errorf(StatusCode::kCorruptFile, "graph section: missing 'nodes'");
   }
-  std::vector<Json> flat;
-  std::vector<std::pair<std::string, std::string>> subs;
-  POCKET_RETURN_IF_ERROR(Expand(*nodes, &subs, 0, &flat));
+  // Sized against what the file holds before anything is allocated from the
+  // graph or the config: at most kMaxNodesPerTensor nodes per tensor, and one
+  // attention node per layer the config declares.
+  const uint64_t limit =
+      std::min<uint64_t>(kMaxNodes, kMaxNodesPerTensor * uint64_t{file.tensors().size()});
+  GraphSize size;
+  POCKET_RETURN_IF_ERROR(Measure(*nodes, 0, 0, limit, &size));
+  if (size.attention != static_cast<uint64_t>(config.n_layers)) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "graph section: has %llu attention nodes but the config's n_layers is %d (one "
+                  "attention node per layer)",
+                  static_cast<unsigned long long>(size.attention), config.n_layers);
+  }
   Planner planner(file, config);
-  return planner.Build(flat);
+  return planner.Build(*nodes);
 }
 
 }  // namespace pocket

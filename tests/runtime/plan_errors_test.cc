@@ -1,6 +1,7 @@
-// Load errors from a bad graph: files are rebuilt from the converted
-// stories260K model with one change each, and the message must name the
-// node, its op and the offending tensor or value.
+// Load errors from a bad graph or config: files are rebuilt from the
+// converted stories260K model with one change each, and the message must
+// name the node, its op and the offending tensor or value, or the config's
+// field.
 #include <string>
 
 #include <gtest/gtest.h>
@@ -25,6 +26,9 @@ class PlanErrorsTest : public ::testing::Test {
     auto graph = ParseJson(file_->graph_json(), "graph");
     ASSERT_TRUE(graph.ok());
     graph_ = *graph;
+    auto config = ParseJson(file_->config_json(), "config");
+    ASSERT_TRUE(config.ok());
+    config_ = *config;
     out_ = std::string(POCKET_BINARY_DIR) + "/plan_errors_" + std::to_string(getpid()) + ".pocket";
   }
   void TearDown() override { std::remove(out_.c_str()); }
@@ -34,10 +38,11 @@ class PlanErrorsTest : public ::testing::Test {
   // Index in the expanded node list of the final rms_norm.
   int FinalNorm() { return 1 + kLayers * LayerSize(); }
 
-  // Writes the model with graph_ and loads it; returns the load status.
+  // Writes the model with config_ and graph_ and loads it; returns the load
+  // status.
   Status Load(bool f16_output_norm = false) {
     PocketWriter w;
-    w.SetConfigJson(std::string(file_->config_json()));
+    w.SetConfigJson(DumpJson(config_));
     w.SetTokenizerBlob(std::string(file_->tokenizer_blob()));
     w.SetGraphJson(DumpJson(graph_));
     for (const TensorInfo& t : file_->tensors()) {
@@ -65,6 +70,7 @@ class PlanErrorsTest : public ::testing::Test {
   }
 
   std::unique_ptr<PocketFile> file_;
+  Json config_;
   Json graph_;
   std::string out_;
 };
@@ -187,6 +193,119 @@ TEST_F(PlanErrorsTest, MissingLogits) {
   graph_["nodes"][3]["out"] = "scores";
   const Status s = Load();
   EXPECT_NE(s.message().find("no node writes the output value 'logits'"), std::string::npos)
+      << s.message();
+}
+
+TEST_F(PlanErrorsTest, ConfigLayerCountMustMatchTheGraph) {
+  // Checked before the planner sizes its per-layer tables from the config:
+  // a billion layers would otherwise take gigabytes.
+  config_["n_layers"] = 1000000000;
+  const Status s = Load();
+  EXPECT_EQ(s.code(), StatusCode::kCorruptFile);
+  EXPECT_NE(s.message().find("graph section: has 5 attention nodes but the config's n_layers is "
+                             "1000000000"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(PlanErrorsTest, RepeatBeyondTheTensorsIsRefusedBeforeExpanding) {
+  graph_["nodes"][1]["repeat"] = 1 << 20;
+  const Status s = Load();
+  EXPECT_EQ(s.code(), StatusCode::kCorruptFile);
+  EXPECT_NE(s.message().find("graph section: expands to more than"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("per tensor of the tensor directory"), std::string::npos)
+      << s.message();
+}
+
+TEST_F(PlanErrorsTest, RmsNormEpsOutOfRange) {
+  for (double eps : {-1.0, 0.0, 1.0, 1e-60}) {
+    Layer(0)["eps"] = eps;
+    const Status s = Load();
+    EXPECT_EQ(s.code(), StatusCode::kCorruptFile) << eps;
+    EXPECT_NE(s.message().find("graph node 1 (rms_norm): 'eps' = " + StringPrintf("%g", eps) +
+                               " must be in (0, 1)"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
+TEST_F(PlanErrorsTest, RopeThetaOutOfRange) {
+  const int rope = IndexOf(graph_["nodes"][1]["nodes"], "rope");
+  ASSERT_GE(rope, 0);
+  for (double theta : {-5.0, 0.5, 1e300}) {
+    Layer(rope)["theta"] = theta;
+    const Status s = Load();
+    EXPECT_EQ(s.code(), StatusCode::kCorruptFile) << theta;
+    EXPECT_NE(s.message().find("graph node " + std::to_string(1 + rope) + " (rope): 'theta' = " +
+                               StringPrintf("%g", theta) + " must be above 1"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
+TEST_F(PlanErrorsTest, AttentionHeadsMustMatchTheConfig) {
+  // Consistent widths (8 heads of 8 = 4 heads of 16), but the kernels are
+  // chosen for the config's 8-wide heads.
+  const int attn = IndexOf(graph_["nodes"][1]["nodes"], "attention");
+  ASSERT_GE(attn, 0);
+  Layer(attn)["n_heads"] = 4;
+  Layer(attn)["n_kv_heads"] = 2;
+  Layer(attn)["head_dim"] = 16;
+  const Status s = Load();
+  EXPECT_NE(s.message().find("(attention): 4 heads, 2 kv heads of 16 differ from the config's "
+                             "n_heads 8, n_kv_heads 4, head_dim 8"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(PlanErrorsTest, AttentionHeadCountsThatOverflow) {
+  const int attn = IndexOf(graph_["nodes"][1]["nodes"], "attention");
+  ASSERT_GE(attn, 0);
+  Layer(attn)["n_heads"] = int64_t{1} << 62;
+  Layer(attn)["n_kv_heads"] = 1;
+  Layer(attn)["head_dim"] = 8;
+  const Status s = Load();
+  EXPECT_NE(s.message().find("(attention): q/k/v widths 64/32/32 do not match"), std::string::npos)
+      << s.message();
+}
+
+// Generation defaults the sampler would refuse are refused at load, naming
+// the config's field rather than a flag the user never passed.
+TEST_F(PlanErrorsTest, BadGenerationDefaultsNameTheField) {
+  const struct {
+    const char* key;
+    double value;
+    const char* rule;
+  } cases[] = {
+      {"max_new_tokens", -1, "must be in [0, 2^30]"},
+      {"temperature", -1, "must be finite and >= 0"},
+      {"top_p", 2, "must be in (0, 1]"},
+      {"top_k", -3, "must be >= 0"},
+      {"min_p", 1.5, "must be in [0, 1]"},
+      {"repeat_penalty", 0, "must be finite and > 0"},
+  };
+  for (const auto& c : cases) {
+    config_ = *ParseJson(file_->config_json(), "config");
+    if (std::string(c.key) == "max_new_tokens" || std::string(c.key) == "top_k") {
+      config_["generation"][c.key] = static_cast<int64_t>(c.value);
+    } else {
+      config_["generation"][c.key] = c.value;
+    }
+    const Status s = Load();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.key;
+    EXPECT_NE(s.message().find(StringPrintf("model config 'generation': '%s' = %g %s", c.key,
+                                            c.value, c.rule)),
+              std::string::npos)
+        << s.message();
+  }
+}
+
+TEST_F(PlanErrorsTest, GenerationFloatBeyondF32) {
+  config_["generation"]["temperature"] = 1e300;
+  const Status s = Load();
+  EXPECT_NE(s.message().find("'temperature' = 1e+300 is not a finite 32-bit float"),
+            std::string::npos)
       << s.message();
 }
 
