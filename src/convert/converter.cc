@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <set>
 
 #include "convert/hf_import.h"
@@ -10,8 +11,8 @@
 #include "format/writer.h"
 #include "quant/quantize.h"
 #include "quant/rows16.h"
-
 #include "util/file_io.h"
+
 namespace pocket {
 namespace {
 
@@ -36,6 +37,15 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
 
 // The tensor list must match the graph's exactly (names and shapes).
 Status CheckTensorSet(const SourceModel& model) {
+  // ExpectedTensors lists every layer's tensors: a layer count the tensors
+  // cannot back is refused before that list is built from it.
+  const uint64_t held = LayersHeld(model.tensors);
+  if (static_cast<uint64_t>(model.config.n_layers) > held) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "the config has n_layers = %d but the tensors hold %llu layers (blk.N); the "
+                  "config does not describe these weights",
+                  model.config.n_layers, static_cast<unsigned long long>(held));
+  }
   const std::vector<TensorSpec> expected = ExpectedTensors(model.config);
   std::set<std::string> have;
   std::string unexpected;
@@ -80,6 +90,23 @@ uint64_t Elements(const std::vector<uint64_t>& shape) {
 }
 
 }  // namespace
+
+uint64_t LayersHeld(const std::vector<SourceTensor>& tensors) {
+  constexpr char kPrefix[] = "blk.";
+  constexpr size_t kPrefixLength = sizeof(kPrefix) - 1;
+  uint64_t layers = 0;
+  for (const SourceTensor& t : tensors) {
+    if (t.name.compare(0, kPrefixLength, kPrefix) != 0) continue;
+    // Up to 9 digits: the layer index fits an int32 like n_layers.
+    uint64_t n = 0;
+    size_t i = kPrefixLength;
+    while (i < t.name.size() && i < kPrefixLength + 9 && t.name[i] >= '0' && t.name[i] <= '9') {
+      n = n * 10 + static_cast<uint64_t>(t.name[i++] - '0');
+    }
+    if (i > kPrefixLength) layers = std::max(layers, n + 1);
+  }
+  return layers;
+}
 
 Status ValidateQuantOptions(const QuantOptions& q) {
   if ((q.weights == DType::kQ4 || q.embeddings == DType::kQ4) &&
@@ -211,6 +238,9 @@ uint64_t ParameterCount(const ModelConfig& config) {
 
 StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOptions& q,
                                         const std::string& path, const ProgressFn& progress) {
+  // Before the work, so a destination that PocketWriter::Finish would
+  // refuse costs no conversion.
+  POCKET_RETURN_IF_ERROR(CheckWriteDestination(path, "Pocket model (.pocket file)"));
   POCKET_RETURN_IF_ERROR(ValidateQuantOptions(q));
   POCKET_RETURN_IF_ERROR(ValidateModelConfig(model.config));
   POCKET_RETURN_IF_ERROR(CheckTensorSet(model));
@@ -238,9 +268,6 @@ StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOpt
       return Errorf(StatusCode::kInternal, "tensor '%s' loaded %zu values, expected %llu",
                     src->name.c_str(), values.size(), static_cast<unsigned long long>(n));
     }
-  // Before the work, so a destination that PocketWriter::Finish would
-  // refuse costs no conversion.
-  POCKET_RETURN_IF_ERROR(CheckWriteDestination(path, "Pocket model (.pocket file)"));
     const uint64_t cols = src->shape.back(), rows = n / cols;
     const TensorStorage s = ChooseStorage(src->name, src->shape, q);
     auto bytes = QuantizeTensor(values.data(), rows, cols, s.dtype, s.group);

@@ -80,6 +80,11 @@ struct SourceModel {
   std::vector<SourceTensor> tensors;
 };
 
+// How many layers `tensors` hold: one more than the highest N of their
+// blk.N. names, 0 when none has one. The config's n_layers is checked
+// against it before anything is sized from the config.
+uint64_t LayersHeld(const std::vector<SourceTensor>& tensors);
+
 // Called once per tensor before it is converted (index counts from 0).
 using ProgressFn = std::function<void(size_t index, size_t total, const std::string& name)>;
 

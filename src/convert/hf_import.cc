@@ -1,6 +1,7 @@
 #include "convert/hf_import.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -64,13 +65,19 @@ Status ReadConfigInt(const Json& cfg, const char* key, int32_t* out, bool requir
 Status ReadIdList(const Json& obj, const char* key, const char* where, std::vector<int32_t>* out) {
   const Json* v = FindMember(obj, key);
   if (!v || v->is_null()) return Status::Ok();
-  if (v->is_number_integer()) {
-    out->push_back(v->get<int32_t>());
-    return Status::Ok();
-  }
   std::vector<int64_t> ids;
-  POCKET_RETURN_IF_ERROR(GetIntArray(obj, key, &ids, where));
-  for (int64_t id : ids) out->push_back(static_cast<int32_t>(id));
+  if (v->is_number_integer()) {
+    ids.push_back(v->get<int64_t>());
+  } else {
+    POCKET_RETURN_IF_ERROR(GetIntArray(obj, key, &ids, where));
+  }
+  for (int64_t id : ids) {
+    if (id < 0 || id > INT32_MAX) {
+      return Errorf(StatusCode::kInvalidArgument, "%s: '%s' holds %lld, not a token id", where,
+                    key, static_cast<long long>(id));
+    }
+    out->push_back(static_cast<int32_t>(id));
+  }
   return Status::Ok();
 }
 
@@ -96,16 +103,74 @@ Status ParseArchitecture(const Json& cfg, ModelConfig* c) {
                 name.empty() ? "(none given)" : name.c_str(), supported.c_str());
 }
 
+Status Unsupported(const char* key, const Json& value, const char* why) {
+  return Errorf(StatusCode::kUnsupported, "config.json: '%s' = %s is not supported: %s", key,
+                DumpJson(value).c_str(), why);
+}
+
+// The config.json keys that change what the model computes, beyond the
+// sizes ParseHfConfig reads: any value Pocket's decoder graph does not
+// implement is refused by name rather than converted into a different model.
+Status RefuseUnimplemented(const Json& cfg, const ModelConfig& c) {
+  const auto given = [&cfg](const char* key) {
+    const Json* v = FindMember(cfg, key);
+    return v != nullptr && !v->is_null() ? v : nullptr;
+  };
+  if (const Json* act = given("hidden_act")) {
+    if (!act->is_string() || (*act != "silu" && *act != "swish")) {
+      return Unsupported("hidden_act", *act, "the feed-forward is SwiGLU (silu)");
+    }
+  }
+  if (const Json* rs = given("rope_scaling")) {
+    const Json* type = rs->is_object() ? FindMember(*rs, "rope_type") : nullptr;
+    if (type == nullptr && rs->is_object()) type = FindMember(*rs, "type");
+    if (type == nullptr || *type != "default") {
+      return Unsupported("rope_scaling", *rs, "only plain RoPE is implemented");
+    }
+  }
+  if (const Json* f = given("partial_rotary_factor")) {
+    if (!f->is_number() || f->get<double>() != 1.0) {
+      return Unsupported("partial_rotary_factor", *f, "RoPE rotates the whole head");
+    }
+  }
+  // Qwen2 always has q/k/v biases (its attention_bias is not read by
+  // transformers); Llama and Qwen3 add biases to all four projections.
+  if (const Json* bias = given("attention_bias"); bias && !c.qkv_bias && *bias != false) {
+    return Unsupported("attention_bias", *bias, "this architecture's graph has no biases");
+  }
+  if (const Json* bias = given("mlp_bias"); bias && *bias != false) {
+    return Unsupported("mlp_bias", *bias, "the feed-forward has no biases");
+  }
+  // transformers slides the window over layers max_window_layers and up.
+  if (const Json* slide = given("use_sliding_window"); slide && *slide != false) {
+    const Json* window = given("sliding_window");
+    const Json* full = given("max_window_layers");
+    if (window != nullptr &&
+        !(full != nullptr && full->is_number_integer() && full->get<int64_t>() >= c.n_layers)) {
+      return Unsupported("use_sliding_window", *slide,
+                         "attention is over every cached position (no sliding window)");
+    }
+  }
+  if (const Json* types = given("layer_types")) {
+    if (!types->is_array()) return Unsupported("layer_types", *types, "expected a list");
+    for (const Json& t : *types) {
+      if (t != "full_attention") {
+        return Unsupported("layer_types", t, "every layer has full attention");
+      }
+    }
+  }
+  if (const Json* q = given("quantization_config")) {
+    return Unsupported("quantization_config", *q,
+                       "convert the unquantized checkpoint (pocket convert --quant quantizes)");
+  }
+  return Status::Ok();
+}
+
 Status ParseHfConfig(const Json& cfg, ModelConfig* c) {
   if (!cfg.is_object()) {
     return Errorf(StatusCode::kInvalidArgument, "config.json is not a JSON object");
   }
   POCKET_RETURN_IF_ERROR(ParseArchitecture(cfg, c));
-  if (const Json* rs = FindMember(cfg, "rope_scaling"); rs && !rs->is_null()) {
-    return Errorf(StatusCode::kUnsupported,
-                  "config.json: rope_scaling %s is not supported (only plain RoPE)",
-                  DumpJson(*rs).c_str());
-  }
   POCKET_RETURN_IF_ERROR(ReadConfigInt(cfg, "hidden_size", &c->hidden, true));
   POCKET_RETURN_IF_ERROR(ReadConfigInt(cfg, "num_hidden_layers", &c->n_layers, true));
   POCKET_RETURN_IF_ERROR(ReadConfigInt(cfg, "num_attention_heads", &c->n_heads, true));
@@ -136,7 +201,7 @@ Status ParseHfConfig(const Json& cfg, ModelConfig* c) {
   std::string license;
   POCKET_RETURN_IF_ERROR(GetOptString(cfg, "license", &license, "config.json"));
   if (!license.empty()) c->license = license;
-  return Status::Ok();
+  return RefuseUnimplemented(cfg, *c);
 }
 
 // The id of a special token given as a string or an {"content": ...} object.
@@ -182,15 +247,18 @@ Status ApplyTokenizerConfig(const Json& tc, const Tokenizer& tok, ModelConfig* c
 Status ApplyGenerationConfig(const Json& gc, ModelConfig* c) {
   const char* where = "generation_config.json";
   if (!gc.is_object()) return Errorf(StatusCode::kInvalidArgument, "%s is not an object", where);
-  double v = c->generation.temperature;
-  POCKET_RETURN_IF_ERROR(GetOptDouble(gc, "temperature", &v, where));
-  c->generation.temperature = static_cast<float>(v);
-  v = c->generation.top_p;
-  POCKET_RETURN_IF_ERROR(GetOptDouble(gc, "top_p", &v, where));
-  c->generation.top_p = static_cast<float>(v);
-  int64_t k = c->generation.top_k;
-  POCKET_RETURN_IF_ERROR(GetOptInt(gc, "top_k", &k, where));
-  c->generation.top_k = static_cast<int32_t>(k);
+  // Read wide, narrowed into range (the casts are undefined outside it), and
+  // ValidateGenerationDefaults names the key of a value the sampler refuses.
+  double temperature = c->generation.temperature, top_p = c->generation.top_p;
+  int64_t top_k = c->generation.top_k;
+  POCKET_RETURN_IF_ERROR(GetOptDouble(gc, "temperature", &temperature, where));
+  POCKET_RETURN_IF_ERROR(GetOptDouble(gc, "top_p", &top_p, where));
+  POCKET_RETURN_IF_ERROR(GetOptInt(gc, "top_k", &top_k, where));
+  const double f32_max = std::numeric_limits<float>::max();
+  c->generation.temperature = static_cast<float>(std::clamp(temperature, -f32_max, f32_max));
+  c->generation.top_p = static_cast<float>(std::clamp(top_p, -f32_max, f32_max));
+  c->generation.top_k = static_cast<int32_t>(std::clamp<int64_t>(top_k, INT32_MIN, INT32_MAX));
+  POCKET_RETURN_IF_ERROR(ValidateGenerationDefaults(c->generation, where));
   return ReadIdList(gc, "eos_token_id", where, &c->stop_token_ids);
 }
 
@@ -253,7 +321,8 @@ StatusOr<std::string> ReadLicense(const std::string& dir, ProvenanceBuilder* pro
   return std::string();
 }
 
-Status MapTensors(std::shared_ptr<SafetensorsCheckpoint> ckpt, ModelConfig* c,
+// `untied` is config.json's explicit "tie_word_embeddings": false.
+Status MapTensors(std::shared_ptr<SafetensorsCheckpoint> ckpt, bool untied, ModelConfig* c,
                   std::vector<SourceTensor>* out) {
   std::string unknown;
   bool has_lm_head = false;
@@ -270,8 +339,14 @@ Status MapTensors(std::shared_ptr<SafetensorsCheckpoint> ckpt, ModelConfig* c,
     return Errorf(StatusCode::kUnsupported, "unexpected tensors in the checkpoint: %s",
                   unknown.c_str());
   }
-  // No lm_head means the output reuses the embeddings; with
-  // tie_word_embeddings a stored lm_head is a duplicate and is dropped.
+  // No lm_head means the output reuses the embeddings, unless config.json
+  // says otherwise (transformers would then start from a random lm_head);
+  // with tie_word_embeddings a stored lm_head is a duplicate and is dropped.
+  if (!has_lm_head && untied) {
+    return Status(StatusCode::kInvalidArgument,
+                  "config.json says \"tie_word_embeddings\": false but the checkpoint has no "
+                  "lm_head.weight");
+  }
   if (!has_lm_head) c->tied_embeddings = true;
   for (const std::string& hf : ckpt->Names()) {
     const std::string name = MapHfTensorName(hf);
@@ -358,8 +433,17 @@ StatusOr<SourceModel> ImportHfDirectory(const std::string& dir) {
   for (const auto& file : ckpt->files()) {
     prov.AddBytes(file->path().substr(dir.size() + 1), file->data(), file->size());
   }
-  POCKET_RETURN_IF_ERROR(
-      MapTensors(std::shared_ptr<SafetensorsCheckpoint>(std::move(ckpt)), &c, &model.tensors));
+  const Json* tie = FindMember(cfg, "tie_word_embeddings");
+  POCKET_RETURN_IF_ERROR(MapTensors(std::shared_ptr<SafetensorsCheckpoint>(std::move(ckpt)),
+                                    tie != nullptr && *tie == false, &c, &model.tensors));
+  // Everything sized from the config's layer count comes after this.
+  const uint64_t held = LayersHeld(model.tensors);
+  if (static_cast<uint64_t>(c.n_layers) > held) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "config.json: num_hidden_layers = %d but the checkpoint holds %llu layers "
+                  "(model.layers.N); the config does not describe these weights",
+                  c.n_layers, static_cast<unsigned long long>(held));
+  }
   c.provenance_json = prov.ToJson();
   return model;
 }

@@ -1,5 +1,6 @@
 #include "convert/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -106,6 +107,33 @@ Status SafetensorsFile::ParseHeader() {
     SafetensorsTensor t;
     POCKET_RETURN_IF_ERROR(ParseEntry(it.key(), it.value(), 8 + header_len, size, where, &t));
     tensors_[it.key()] = std::move(t);
+  }
+  return CheckNoOverlap(8 + header_len);
+}
+
+// Two tensors sharing bytes would convert as one another's weights.
+Status SafetensorsFile::CheckNoOverlap(uint64_t data_start) const {
+  std::vector<const SafetensorsTensor*> by_offset;
+  for (const auto& [name, t] : tensors_) {
+    if (t.nbytes != 0) by_offset.push_back(&t);
+  }
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const SafetensorsTensor* a, const SafetensorsTensor* b) {
+              return a->offset < b->offset;
+            });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const SafetensorsTensor& a = *by_offset[i - 1];
+    const SafetensorsTensor& b = *by_offset[i];
+    if (a.offset + a.nbytes > b.offset) {
+      const auto begin = [data_start](const SafetensorsTensor& t) {
+        return static_cast<unsigned long long>(t.offset - data_start);
+      };
+      return Errorf(StatusCode::kCorruptFile,
+                    "'%s': tensors '%s' (data_offsets [%llu, %llu]) and '%s' (data_offsets "
+                    "[%llu, %llu]) overlap",
+                    path_.c_str(), a.name.c_str(), begin(a), begin(a) + a.nbytes, b.name.c_str(),
+                    begin(b), begin(b) + b.nbytes);
+    }
   }
   return Status::Ok();
 }

@@ -42,6 +42,7 @@ class SafetensorsFile {
  private:
   SafetensorsFile() = default;
   Status ParseHeader();
+  Status CheckNoOverlap(uint64_t data_start) const;
 
   std::string path_;
   std::unique_ptr<MappedFile> file_;
