@@ -65,7 +65,7 @@ typedef struct pocket_session pocket_session;
 
 /* ---- library ---------------------------------------------------------- */
 
-/* "0.1.0" */
+/* The library's version, "MAJOR.MINOR.PATCH" (the CMake project version). */
 const char* pocket_version(void);
 /* A short name for a status, e.g. "CorruptFile". */
 const char* pocket_status_name(pocket_status status);

@@ -121,7 +121,7 @@ pocket_status Finish(const pocket::Status& status, const pocket::GenerateResult&
 
 extern "C" {
 
-const char* pocket_version(void) { return "0.1.0"; }
+const char* pocket_version(void) { return POCKET_VERSION_STRING; }
 
 const char* pocket_status_name(pocket_status status) {
   return pocket::StatusCodeName(static_cast<pocket::StatusCode>(status));

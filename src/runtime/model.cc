@@ -6,6 +6,7 @@
 
 #include "runtime/memory.h"
 #include "runtime/opencl_executor.h"
+#include "util/log.h"
 
 namespace pocket {
 
@@ -143,6 +144,11 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
       options.quant_math == cpu::QuantMath::kInt8 && quantized && model->config_.head_dim % 16 == 0
           ? cpu::AttentionMath::kBf16
           : cpu::AttentionMath::kF32;
+  Log(LogLevel::kInfo,
+      "loaded %s: %s, %d layers, vocabulary %d, %zu bytes of weights; %s backend, threads %zu",
+      path.c_str(), model->config_.architecture.c_str(), model->config_.n_layers,
+      model->config_.vocab, model->weight_bytes_, options.backend.c_str(),
+      model->pool_->NumThreads());
   return model;
 }
 
