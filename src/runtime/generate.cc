@@ -128,6 +128,7 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     Status s = session->Eval({last}, LogitsMode::kLast, &logits);
     if (!s.ok()) {
       cont->pending = {last};
+      result->decode_seconds = Seconds(t0);
       return s;
     }
     ++result->decode_tokens;
@@ -155,11 +156,16 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
                    : Status::Ok();
 }
 
-}  // namespace
+// Records in result->stop why a call that failed with `s` ended.
+Status Stopped(Status s, GenerateResult* result) {
+  if (!s.ok() && s.code() != StatusCode::kCancelled) {
+    result->stop = s.code() == StatusCode::kBudgetExceeded ? "budget" : "error";
+  }
+  return s;
+}
 
-Status Generate(Session* session, const std::string& prompt, const GenerateOptions& options,
-                const TextCallback& on_text, GenerateResult* result) {
-  *result = GenerateResult();
+Status GeneratePlain(Session* session, const std::string& prompt, const GenerateOptions& options,
+                     const TextCallback& on_text, GenerateResult* result) {
   POCKET_RETURN_IF_ERROR(CheckUtf8(prompt, "prompt"));
   const ModelConfig& config = session->model().config();
   POCKET_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
@@ -181,10 +187,9 @@ Status Generate(Session* session, const std::string& prompt, const GenerateOptio
   return s;
 }
 
-Status GenerateChat(Session* session, const std::vector<ChatMessage>& new_messages,
-                    const ChatOptions& chat_options, const GenerateOptions& options,
-                    const TextCallback& on_text, GenerateResult* result) {
-  *result = GenerateResult();
+Status GenerateChatTurn(Session* session, const std::vector<ChatMessage>& new_messages,
+                        const ChatOptions& chat_options, const GenerateOptions& options,
+                        const TextCallback& on_text, GenerateResult* result) {
   const ModelConfig& config = session->model().config();
   const Tokenizer& tok = session->model().tokenizer();
   if (new_messages.empty()) {
@@ -241,6 +246,22 @@ Status GenerateChat(Session* session, const std::vector<ChatMessage>& new_messag
   cont->chat_text = full + reply;
   if (run.stop_token >= 0) cont->chat_text += tok.TokenText(run.stop_token);
   return s;
+}
+
+}  // namespace
+
+Status Generate(Session* session, const std::string& prompt, const GenerateOptions& options,
+                const TextCallback& on_text, GenerateResult* result) {
+  *result = GenerateResult();
+  return Stopped(GeneratePlain(session, prompt, options, on_text, result), result);
+}
+
+Status GenerateChat(Session* session, const std::vector<ChatMessage>& new_messages,
+                    const ChatOptions& chat_options, const GenerateOptions& options,
+                    const TextCallback& on_text, GenerateResult* result) {
+  *result = GenerateResult();
+  return Stopped(GenerateChatTurn(session, new_messages, chat_options, options, on_text, result),
+                 result);
 }
 
 }  // namespace pocket

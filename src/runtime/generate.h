@@ -36,7 +36,9 @@ struct GenerateResult {
   std::vector<int32_t> prompt_ids;  // tokens of this call's input (with BOS if added)
   std::vector<int32_t> ids;         // generated ids; a stop token is not included
   std::string text;                 // exactly the text passed to the callback
-  std::string stop;                 // "eos" | "length" | "stop_string" | "cancelled"
+  // Why the call ended: "eos" | "length" | "stop_string" | "cancelled", or on
+  // an error "budget" (kBudgetExceeded) | "error" (any other).
+  std::string stop;
   int prefill_tokens = 0;           // tokens run by the prefill (pending + prompt)
   int decode_tokens = 0;            // single-token steps after the prefill
   double prefill_seconds = 0;
@@ -48,9 +50,13 @@ struct GenerateResult {
 using TextCallback = std::function<bool(std::string_view piece, int32_t token_id)>;
 
 // Continues the session with `prompt`. BOS is prepended (per the config)
-// only at the start of a session. Cancellation returns kCancelled with
-// `result` filled (stop "cancelled"); the session remains usable. Other
-// errors leave the session as it was.
+// only at the start of a session. `result` is filled on every return with
+// what the call did before it ended. Cancellation returns kCancelled (stop
+// "cancelled"); the session remains usable. An error while decoding (the
+// budget's end under policy kError: kBudgetExceeded, stop "budget";
+// non-finite logits: kCorruptFile, stop "error") keeps what was generated,
+// the last sampled token pending; an error before decoding leaves the
+// session as it was.
 Status Generate(Session* session, const std::string& prompt, const GenerateOptions& options,
                 const TextCallback& on_text, GenerateResult* result);
 

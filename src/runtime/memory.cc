@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "util/status.h"
+
 namespace pocket {
 
 size_t PagesCovering(std::vector<std::pair<uint64_t, uint64_t>> ranges, size_t page_size) {
@@ -51,6 +53,13 @@ size_t HeapBytesInUse() {
 #else
   return 0;
 #endif
+}
+
+std::string BudgetText(size_t bytes) {
+  if (bytes % kMiB == 0) return StringPrintf("%zu MiB", bytes / kMiB);
+  if (bytes < kMiB / 100) return StringPrintf("%zu byte%s", bytes, bytes == 1 ? "" : "s");
+  return StringPrintf("%zu bytes (%.2f MiB)", bytes,
+                      static_cast<double>(bytes) / static_cast<double>(kMiB));
 }
 
 }  // namespace pocket

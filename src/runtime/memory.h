@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,5 +44,9 @@ size_t ResidentBytes(const void* data, size_t size);
 // Bytes the process's heap has handed out (glibc's mallinfo2); 0 where the
 // C library cannot tell.
 size_t HeapBytesInUse();
+// A budget as messages print it, exactly: "300 MiB" when it is whole MiB,
+// else its bytes ("3670016 bytes (3.50 MiB)", "1 byte"), so that no budget
+// reads as the "0 MiB" that means unlimited.
+std::string BudgetText(size_t bytes);
 
 }  // namespace pocket

@@ -1,12 +1,41 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace pocket {
 
 namespace {
 
 double MiB(size_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kMiB); }
+
+// With the sign cleared, adding 2^23 carries into bit 31 exactly when the
+// exponent is all ones: NaN or infinity.
+uint32_t NonFiniteCarry(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return (bits & 0x7fffffffu) + 0x00800000u;
+}
+
+// The index of the first NaN or infinity of x[0, n), or n. Integer bit
+// tests OR-ed over a block vectorize on every target and hold under any
+// floating-point flags, so checking a decoded token's vocabulary row costs
+// microseconds; the block is searched value by value only when one failed.
+size_t FirstNonFinite(const float* x, size_t n) {
+  constexpr size_t kBlock = 1024;
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t end = std::min(n, start + kBlock);
+    uint32_t carry = 0;
+    for (size_t i = start; i < end; ++i) carry |= NonFiniteCarry(x[i]);
+    if ((carry & 0x80000000u) == 0) continue;
+    for (size_t i = start; i < end; ++i) {
+      if (NonFiniteCarry(x[i]) & 0x80000000u) return i;
+    }
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -50,22 +79,23 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
     const size_t page = session->kv_.page_bytes();
     const size_t slack = session->kv_.commit_slack();
     return Errorf(StatusCode::kBudgetExceeded,
-                  "memory budget of %.0f MiB is too small for this model: weights %.1f MiB + "
+                  "memory budget of %s is too small for this model: weights %.1f MiB + "
                   "model %.1f MiB + scratch %.1f MiB + logits %.1f MiB = %.1f MiB before any KV "
                   "cache, which takes %.2f MiB per page of %zu tokens plus up to %.0f MiB the OS "
                   "commits with its last huge page; raise the budget to at least %.0f MiB (or 0 "
                   "for unlimited)",
-                  MiB(options.budget_bytes), MiB(f.weights), MiB(f.model), MiB(f.scratch),
-                  MiB(f.logits), MiB(f.total()), MiB(page), session->kv_.page_tokens(), MiB(slack),
+                  BudgetText(options.budget_bytes).c_str(), MiB(f.weights), MiB(f.model),
+                  MiB(f.scratch), MiB(f.logits), MiB(f.total()), MiB(page),
+                  session->kv_.page_tokens(), MiB(slack),
                   static_cast<double>((f.total() + page + slack + kMiB - 1) / kMiB));
   }
   const size_t window = session->options_.sink_tokens + session->options_.prefill_chunk;
   if (options.kv_policy == KvPolicy::kSlide && session->max_tokens() < window) {
     return Errorf(StatusCode::kBudgetExceeded,
-                  "memory budget of %.0f MiB leaves room for %zu tokens, fewer than a sliding "
+                  "memory budget of %s leaves room for %zu tokens, fewer than a sliding "
                   "window needs (%zu sink tokens + a prefill chunk of %zu); raise the budget",
-                  MiB(options.budget_bytes), session->max_tokens(), options.sink_tokens,
-                  session->options_.prefill_chunk);
+                  BudgetText(options.budget_bytes).c_str(), session->max_tokens(),
+                  options.sink_tokens, session->options_.prefill_chunk);
   }
   return session;
 }
@@ -121,13 +151,13 @@ MemoryUsage Session::memory() const {
 Status Session::BudgetError(size_t pos, size_t n, LogitsMode mode) const {
   const Fixed f = FixedBytes(mode, n);
   return Errorf(StatusCode::kBudgetExceeded,
-                "memory budget of %.0f MiB reached: %zu tokens are held and %zu more do not fit "
+                "memory budget of %s reached: %zu tokens are held and %zu more do not fit "
                 "(weights %.1f MiB + model %.1f MiB + scratch %.1f MiB + logits %.1f MiB + KV "
                 "%.1f MiB, %.1f KiB "
                 "per token as %s); raise the budget (--budget MIB), store K/V as q8 (--kv q8, "
                 "about half the bytes per token) or keep a sliding window (--kv-policy slide)",
-                MiB(options_.budget_bytes), pos, n, MiB(f.weights), MiB(f.model), MiB(f.scratch),
-                MiB(f.logits), MiB(kv_.BytesFor(pos)),
+                BudgetText(options_.budget_bytes).c_str(), pos, n, MiB(f.weights), MiB(f.model),
+                MiB(f.scratch), MiB(f.logits), MiB(kv_.BytesFor(pos)),
                 static_cast<double>(kv_.page_bytes()) / kv_.page_tokens() / 1024.0,
                 cpu::KvTypeName(options_.kv_type));
 }
@@ -226,7 +256,30 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
     tokens_.insert(tokens_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start),
                    tokens.begin() + static_cast<std::ptrdiff_t>(start + len));
   }
+  if (logits != nullptr) POCKET_RETURN_IF_ERROR(CheckFinite(tokens, mode, *logits));
   return Status::Ok();
+}
+
+Status Session::CheckFinite(const std::vector<int32_t>& tokens, LogitsMode mode,
+                            const std::vector<float>& logits) {
+  const size_t bad = FirstNonFinite(logits.data(), logits.size());
+  if (bad == logits.size()) return Status::Ok();
+  const size_t n = tokens.size();
+  const size_t vocab = static_cast<size_t>(model_->config().vocab);
+  // The input whose next-token logits these are: a row of kAll's, or
+  // kLast's last.
+  const size_t input = mode == LogitsMode::kAll ? bad / vocab : n - 1;
+  const size_t first = position() - n;
+  Truncate(first);
+  const float value = logits[bad];
+  const char* kind = std::isnan(value) ? "NaN" : (value > 0 ? "+inf" : "-inf");
+  return Errorf(StatusCode::kCorruptFile,
+                "the model computed a non-finite logit (%s, vocabulary entry %zu) at position %zu "
+                "(input index %zu of %zu, token id %d): its weights hold a NaN or infinity, or "
+                "its activations overflow; the session keeps its %zu earlier tokens. Reconvert "
+                "the model from its source; if that does not help, try --quant-math f32 and "
+                "--kv f32, and report the model",
+                kind, bad % vocab, first + input, input, n, tokens[input], first);
 }
 
 Status Session::EvalReusingPrefix(const std::vector<int32_t>& tokens, LogitsMode mode,

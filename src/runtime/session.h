@@ -63,12 +63,16 @@ class Session {
   // input, an id outside [0, vocab), a batch that does not fit the context
   // (policy kError) or the budget (kError: kBudgetExceeded; kSlide: only a
   // budget too small for a window of sink_tokens plus one prefill chunk).
-  // kSlide drops tokens as needed (tokens() shows what is left).
+  // kSlide drops tokens as needed (tokens() shows what is left). Logits
+  // that come out NaN or infinite fail the call with kCorruptFile naming the
+  // position, after the run: the tokens are taken off again (a slide that
+  // made room for them stays).
   Status Eval(const std::vector<int32_t>& tokens, LogitsMode mode, std::vector<float>* logits);
   // Makes the cache hold exactly `tokens`: keeps the longest common prefix
   // of tokens() and `tokens` and runs only the rest (at least the last
   // token, for its logits); *computed is how many ran. kAll logits cover
-  // those tokens only. Errors are Eval's and leave the session unchanged.
+  // those tokens only. Errors are Eval's and leave the session unchanged,
+  // but for non-finite logits, which leave the common prefix.
   Status EvalReusingPrefix(const std::vector<int32_t>& tokens, LogitsMode mode,
                            std::vector<float>* logits, size_t* computed);
 
@@ -130,6 +134,10 @@ class Session {
   // Eval's checks for n tokens appended at position pos.
   Status Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode mode) const;
   Status BudgetError(size_t pos, size_t n, LogitsMode mode) const;
+  // After Eval ran `tokens`: kCorruptFile naming the first NaN or infinity
+  // of `logits`, with the tokens taken off the cache again.
+  Status CheckFinite(const std::vector<int32_t>& tokens, LogitsMode mode,
+                     const std::vector<float>& logits);
   // kSlide: drops tokens after the sinks so that n more fit under `limit`.
   void Slide(size_t n, size_t limit);
 

@@ -100,13 +100,6 @@ std::string Header(const Model& model, cpu::KvType type) {
   return out;
 }
 
-// The name of a KV type read from an untrusted state file.
-const char* StoredKvTypeName(uint32_t type) {
-  return type <= static_cast<uint32_t>(cpu::KvType::kBf16)
-             ? cpu::KvTypeName(static_cast<cpu::KvType>(type))
-             : "unknown";
-}
-
 // The largest state a session of `model` can save: the whole context in
 // f32, the widest KV type. It bounds Load's read, which of a device such as
 // /dev/zero would otherwise go on until memory runs out.
@@ -180,12 +173,19 @@ Status Session::Load(const std::string& path) {
                   "%s: session state version %u; this build reads version %u", path.c_str(),
                   version, kVersion);
   }
+  if (type > static_cast<uint32_t>(cpu::KvType::kBf16)) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "%s: not a valid Pocket session state: its KV type code is %u, but version %u "
+                  "states hold 0 (f32), 1 (f16), 2 (q8) or 3 (bf16); the file is damaged or was "
+                  "not written by Pocket: save the session again",
+                  path.c_str(), type, kVersion);
+  }
+  const char* stored = cpu::KvTypeName(static_cast<cpu::KvType>(type));
   if (type != static_cast<uint32_t>(options_.kv_type)) {
     return Errorf(StatusCode::kInvalidArgument,
                   "%s: the state holds a %s KV cache but this session uses %s; create the session "
                   "with the same KV type (--kv %s)",
-                  path.c_str(), StoredKvTypeName(type), cpu::KvTypeName(options_.kv_type),
-                  StoredKvTypeName(type));
+                  path.c_str(), stored, cpu::KvTypeName(options_.kv_type), stored);
   }
   if (bytes.compare(0, expected.size(), expected) != 0) {
     return Errorf(StatusCode::kInvalidArgument,
@@ -204,10 +204,10 @@ Status Session::Load(const std::string& path) {
   }
   if (n_tokens > limit) {
     return Errorf(StatusCode::kBudgetExceeded,
-                  "%s: the state holds %llu tokens but this session's budget of %zu MiB allows "
+                  "%s: the state holds %llu tokens but this session's budget of %s allows "
                   "%zu; raise the budget (--budget MIB)",
                   path.c_str(), static_cast<unsigned long long>(n_tokens),
-                  options_.budget_bytes / kMiB, limit);
+                  BudgetText(options_.budget_bytes).c_str(), limit);
   }
   const size_t ids = static_cast<size_t>(n_tokens + n_pending);
   if (r.left() != ids * sizeof(int32_t) + kv_.SerializedBytes(n_tokens) + sizeof(crc)) {

@@ -22,6 +22,7 @@ enum class StatusCode : int {
   kCancelled = 7,        // the host's callback asked to stop
   kOutOfRange = 8,       // e.g. a prompt longer than the context
   kInternal = 9,         // a bug in Pocket
+  kBusy = 10,            // the session is in another call (its callback's, or another thread's)
 };
 
 const char* StatusCodeName(StatusCode code);

@@ -150,6 +150,44 @@ TEST(MemoryTest, ErrorPolicyFailsAtTheBudgetAndKeepsTheSession) {
   EXPECT_EQ(s.code(), StatusCode::kBudgetExceeded);
   EXPECT_EQ(session.position(), 128u);
   EXPECT_FALSE(r.ids.empty());
+  EXPECT_EQ(r.stop, "budget");
+}
+
+// Budgets are printed exactly: "3.5 MiB" is not "4 MiB", and 1 byte is not
+// "0 MiB", which means unlimited.
+TEST(MemoryTest, BudgetMessagesPrintTheExactBudget) {
+  EXPECT_EQ(BudgetText(300 * kMiB), "300 MiB");
+  EXPECT_EQ(BudgetText(7 * kMiB / 2), "3670016 bytes (3.50 MiB)");
+  EXPECT_EQ(BudgetText(1), "1 byte");
+  EXPECT_EQ(BudgetText(10000), "10000 bytes");
+
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.budget_bytes = 1;
+  auto session = Session::Create(model, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("memory budget of 1 byte is too small"),
+            std::string::npos)
+      << session.status().message();
+
+  // BudgetForPages leaves 100 bytes over whole pages: never whole MiB.
+  options = BudgetForPages(model, 1, cpu::KvType::kF32);
+  const std::string exact = "memory budget of " + BudgetText(options.budget_bytes);
+  EXPECT_EQ(exact.find(StringPrintf("memory budget of %zu bytes (", options.budget_bytes)), 0u);
+  options.kv_policy = KvPolicy::kSlide;
+  session = Session::Create(model, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find(exact + " leaves room for 64 tokens"),
+            std::string::npos)
+      << session.status().message();
+
+  options.kv_policy = KvPolicy::kError;
+  session = Session::Create(model, options);
+  ASSERT_TRUE(session.ok());
+  const Status s = (*session)->Eval(std::vector<int32_t>(65, 403), LogitsMode::kLast, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kBudgetExceeded);
+  EXPECT_NE(s.message().find(exact + " reached"), std::string::npos) << s.message();
 }
 
 TEST(MemoryTest, SlidingNeedsRoomForSinksAndOneChunk) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,43 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli("run -m /nonexistent.pocket -p x").exit_code, 1);
   EXPECT_EQ(RunCli("run -m '" + model + "' -p x --backend metal").exit_code, 1);
   EXPECT_EQ(RunCli("run --help").exit_code, 0);
+}
+
+// Every uint64 is a seed; what is not one says why.
+TEST(CliTest, SeedTakesEveryUint64) {
+  const std::string run =
+      "run -m '" + testing_stories::StoriesPath() + "' -p 'Once upon a time' -n 3 --temp 1 --seed ";
+  EXPECT_EQ(RunCli(run + "9223372036854775808").exit_code, 0);   // 2^63
+  EXPECT_EQ(RunCli(run + "18446744073709551615").exit_code, 0);  // 2^64 - 1
+  Output o = RunCli(run + "18446744073709551616", "", true);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.out.find("larger than 2^64 - 1"), std::string::npos) << o.out;
+  o = RunCli(run + "-1", "", true);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.out.find("needs an integer in [0, 2^64 - 1], got '-1'"), std::string::npos) << o.out;
+}
+
+// A model whose logits come out NaN fails with exit 1 naming the position,
+// in every command that computes them.
+TEST(CliTest, NonFiniteLogitsExit1) {
+  const std::string model = " -m '" + testing_stories::NanWeightStoriesPath() + "' ";
+  const std::string text =
+      std::string(POCKET_BINARY_DIR) + "/cli_nan_text_" + std::to_string(getpid()) + ".txt";
+  const std::string npy =
+      std::string(POCKET_BINARY_DIR) + "/cli_nan_logits_" + std::to_string(getpid()) + ".npy";
+  std::ofstream(text) << "Once upon a time, there was a little girl named Lily.";
+  for (const std::string& command : {"run" + model + "-p 'Once upon a time' --temp 0 -n 5",
+                                     "logits" + model + "--tokens 1,403,407 --out '" + npy + "'",
+                                     "perplexity" + model + "-f '" + text + "'"}) {
+    const Output o = RunCli(command, "", true);
+    EXPECT_EQ(o.exit_code, 1) << command << ": " << o.out;
+    EXPECT_NE(o.out.find("CorruptFile: the model computed a non-finite logit (NaN"),
+              std::string::npos)
+        << command << ": " << o.out;
+    EXPECT_NE(o.out.find("at position "), std::string::npos) << o.out;
+  }
+  std::remove(text.c_str());
+  std::remove(npy.c_str());
 }
 
 TEST(CliTest, BudgetKvTypeAndPolicy) {

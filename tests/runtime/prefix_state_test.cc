@@ -5,6 +5,7 @@
 // to a from-scratch run; Save/Load round-trips to identical logits and
 // rejects another model's state, another KV type and damaged files.
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "runtime/generate.h"
 #include "tests/runtime/qwen3_fixture.h"
 #include "tests/runtime/stories_fixture.h"
+#include "util/crc32c.h"
 
 namespace pocket {
 namespace {
@@ -215,6 +217,33 @@ TEST(StateTest, LoadRejectsOtherModelsTypesAndDamage) {
   EXPECT_EQ(session.tokens(), (std::vector<int32_t>{1, 403, 407}));
   WriteBytes(path, good);
   EXPECT_TRUE(session.Load(path).ok());
+  std::remove(path.c_str());
+}
+
+// A KV type code no version 1 state uses (the CRC32C recomputed, so the
+// field itself is what the reader sees) is the file's fault, named as such,
+// not a "--kv unknown" to give.
+TEST(StateTest, UnknownKvTypeSaysWhatIsWrongWithTheFile) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  const std::string path = TempPath("state_kv_type");
+  Session session(model, SessionOptions());
+  ASSERT_TRUE(session.Eval({1, 403, 407}, LogitsMode::kLast, nullptr).ok());
+  ASSERT_TRUE(session.Save(path).ok());
+  std::string bytes = ReadBytes(path);
+  const uint32_t type = 9;
+  std::memcpy(&bytes[12], &type, sizeof(type));  // after the magic and the version
+  const uint32_t crc = Crc32c(0, bytes.data(), bytes.size() - sizeof(crc));
+  std::memcpy(&bytes[bytes.size() - sizeof(crc)], &crc, sizeof(crc));
+  WriteBytes(path, bytes);
+  const Status s = session.Load(path);
+  EXPECT_EQ(s.code(), StatusCode::kCorruptFile);
+  for (const char* part : {"its KV type code is 9", "0 (f32), 1 (f16), 2 (q8) or 3 (bf16)",
+                           "save the session again"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " in: " << s.message();
+  }
+  EXPECT_EQ(s.message().find("unknown"), std::string::npos) << s.message();
+  EXPECT_EQ(session.tokens(), (std::vector<int32_t>{1, 403, 407}));
   std::remove(path.c_str());
 }
 

@@ -109,6 +109,36 @@ TEST(SessionTest, InvalidUtf8Prompt) {
   ExpectGolden(&session, 40);
 }
 
+// A single NaN weight: generation, teacher forcing and the logits of a
+// later call fail naming the position, and the session keeps only what it
+// held before the call.
+TEST(SessionTest, NonFiniteLogitsFailNamingThePosition) {
+  auto model = Model::Load(testing_stories::NanWeightStoriesPath(), ModelOptions());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Session session(model->get(), SessionOptions());
+  GenerateResult r;
+  Status s = Generate(&session, "Once upon a time", Greedy(20), nullptr, &r);
+  EXPECT_EQ(s.code(), StatusCode::kCorruptFile);
+  for (const char* part :
+       {"non-finite logit (NaN, vocabulary entry 0) at position 4 (input index 4 of 5, token id "
+        "378)",
+        "weights hold a NaN", "Reconvert the model"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " in: " << s.message();
+  }
+  EXPECT_EQ(r.stop, "error");
+  EXPECT_TRUE(r.ids.empty());
+  EXPECT_EQ(session.position(), 0u);
+
+  // Only the logits are checked: evaluating without them succeeds.
+  ASSERT_TRUE(session.Eval({1, 403}, LogitsMode::kLast, nullptr).ok());
+  std::vector<float> logits;
+  s = session.Eval({407, 261, 378}, LogitsMode::kAll, &logits);
+  EXPECT_EQ(s.code(), StatusCode::kCorruptFile);
+  EXPECT_NE(s.message().find("at position 2 (input index 0 of 3, token id 407)"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(session.tokens(), (std::vector<int32_t>{1, 403}));
+}
+
 TEST(SessionTest, CancelStopsWithinOneToken) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);

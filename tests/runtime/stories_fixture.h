@@ -7,7 +7,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "convert/converter.h"
+#include "format/pocket_test_util.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "util/json_util.h"
@@ -105,6 +108,30 @@ inline const Model* StoriesModel() {
     return m.ok() ? std::move(m).value() : nullptr;
   }();
   return model.get();
+}
+
+// The converted file with one weight, the first of blk.0.attn_q.weight, set
+// to NaN and the checksums recomputed: it loads, and every logit it
+// computes is NaN. Written on first use, removed at exit.
+inline const std::string& NanWeightStoriesPath() {
+  static const std::string path = [] {
+    const std::string p = std::string(POCKET_BINARY_DIR) + "/runtime_test_nan_weight_" +
+                          std::to_string(getpid()) + ".pocket";
+    const Model* model = StoriesModel();
+    const TensorInfo* q =
+        model == nullptr ? nullptr : model->file().FindTensor("blk.0.attn_q.weight");
+    EXPECT_NE(q, nullptr);
+    if (q == nullptr) return p;
+    testing::Bytes bytes = testing::ReadFileBytes(StoriesPath());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(bytes.data() + model->file().data_offset() + q->offset, &nan, sizeof(nan));
+    testing::FixAllCrcs(&bytes);
+    testing::WriteFileBytes(p, bytes);
+    static std::string to_remove = p;
+    std::atexit([] { std::remove(to_remove.c_str()); });
+    return p;
+  }();
+  return path;
 }
 
 }  // namespace pocket::testing_stories

@@ -88,8 +88,35 @@ bool Args::GetInt(const std::string& key, int64_t* out) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (errno != 0 || end == it->second.c_str() || *end != '\0') {
+  if (end == it->second.c_str() || *end != '\0') {
     error_ = "option '" + key + "' needs an integer, got '" + it->second + "'";
+    return false;
+  }
+  if (errno == ERANGE) {
+    error_ = "option '" + key + "' got " + it->second +
+             ", outside the integers it takes ([-2^63, 2^63 - 1])";
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool Args::GetUint64(const std::string& key, uint64_t* out) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return true;
+  const std::string& text = it->second;
+  // strtoull would take "-1" as 2^64 - 1.
+  const bool digits = !text.empty() && text[0] >= '0' && text[0] <= '9';
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+  if (!digits || *end != '\0') {
+    error_ = "option '" + key + "' needs an integer in [0, 2^64 - 1], got '" + text + "'";
+    return false;
+  }
+  if (errno == ERANGE) {
+    error_ = "option '" + key + "' got " + text +
+             ", larger than 2^64 - 1 = 18446744073709551615; give a smaller number";
     return false;
   }
   *out = v;

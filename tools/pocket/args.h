@@ -25,6 +25,8 @@ class Args {
   std::string Get(const std::string& key, const std::string& def = "") const;
   // Numeric getters record an error (and return false) on a malformed value.
   bool GetInt(const std::string& key, int64_t* out);
+  // Any integer in [0, 2^64 - 1], such as a seed.
+  bool GetUint64(const std::string& key, uint64_t* out);
   bool GetDouble(const std::string& key, double* out);
   const std::vector<std::string>& positional() const { return positional_; }
 

@@ -54,10 +54,11 @@ int CmdSynth(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  int64_t group = 0, seed = 0;
+  int64_t group = 0;
+  uint64_t seed = 0;
   if (!args.positional().empty() || !args.Has("--preset") || !args.Has("-o") ||
       (args.Has("--group") && !args.GetInt("--group", &group)) ||
-      (args.Has("--seed") && !args.GetInt("--seed", &seed))) {
+      (args.Has("--seed") && !args.GetUint64("--seed", &seed))) {
     std::fprintf(stderr, "pocket synth: %s\n%s",
                  !args.positional().empty() ? "unexpected positional argument"
                  : !args.Has("--preset")    ? "--preset is required"
@@ -83,7 +84,7 @@ int CmdSynth(int argc, char** argv) {
   }
   SynthOptions options;
   options.preset = preset;
-  options.seed = static_cast<uint64_t>(seed);
+  options.seed = seed;
   options.tokenizer_path = args.Get("--tokenizer", DefaultTokenizer(preset));
 
   const auto start = std::chrono::steady_clock::now();

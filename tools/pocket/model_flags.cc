@@ -176,10 +176,11 @@ int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig
   const GenerationDefaults& g = config.generation;
   double temp = g.temperature, top_p = g.top_p, min_p = g.min_p, rp = g.repeat_penalty;
   int64_t top_k = g.top_k, n = g.max_new_tokens;
-  int64_t seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+  uint64_t seed = std::random_device{}() & 0x7fffffff;
   if (!args.GetDouble("--temp", &temp) || !args.GetDouble("--top-p", &top_p) ||
       !args.GetDouble("--min-p", &min_p) || !args.GetDouble("--repeat-penalty", &rp) ||
-      !args.GetInt("--top-k", &top_k) || !args.GetInt("-n", &n) || !args.GetInt("--seed", &seed)) {
+      !args.GetInt("--top-k", &top_k) || !args.GetInt("-n", &n) ||
+      !args.GetUint64("--seed", &seed)) {
     std::fprintf(stderr, "error: %s\n", args.error().c_str());
     return kExitUsage;
   }
@@ -193,7 +194,7 @@ int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig
   out->sampling.top_p = static_cast<float>(top_p);
   out->sampling.min_p = static_cast<float>(min_p);
   out->sampling.repeat_penalty = static_cast<float>(rp);
-  out->sampling.seed = static_cast<uint64_t>(seed);
+  out->sampling.seed = seed;
   out->max_new_tokens = static_cast<int32_t>(n);
   out->ignore_eos = args.Has("--ignore-eos");
   out->stop_strings = AllValues(argc, argv, "--stop");
