@@ -13,9 +13,13 @@
  * install a log callback to see its diagnostics.
  *
  * Threads: a pocket_model is immutable after loading and may be shared by
- * any number of sessions on any threads. A pocket_session must be used by
- * one thread at a time (different sessions may run concurrently). Free every
- * session before its model.
+ * any number of sessions on any threads. A pocket_session takes one call at
+ * a time (different sessions may run concurrently): since API version 6 a
+ * call on a session that is in another call, from that call's streaming
+ * callback or from another thread, changes nothing and returns POCKET_BUSY
+ * (pocket_session_position returns -1); pocket_session_free then frees the
+ * session when the call in progress returns, and a generation in progress
+ * stops at its next piece of text. Free every session before its model.
  *
  * Structs with a `struct_size` member are versioned: call the matching
  * *_init() function first, then change the fields you need; new fields are
@@ -31,7 +35,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 5
+#define POCKET_API_VERSION 6
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -43,14 +47,18 @@ typedef enum pocket_status {
   POCKET_BUDGET_EXCEEDED = 6,  /* the memory budget would be exceeded */
   POCKET_CANCELLED = 7,        /* the callback asked to stop */
   POCKET_OUT_OF_RANGE = 8,     /* e.g. a prompt longer than the context */
-  POCKET_INTERNAL = 9          /* a bug in Pocket: please report it */
+  POCKET_INTERNAL = 9,         /* a bug in Pocket: please report it */
+  POCKET_BUSY = 10             /* since API version 6: the session is in another call */
 } pocket_status;
 
 typedef enum pocket_stop_reason {
-  POCKET_STOP_EOS = 0,      /* the model produced a stop token */
-  POCKET_STOP_LENGTH = 1,   /* max_new_tokens reached */
-  POCKET_STOP_STRING = 2,   /* a stop string was produced */
-  POCKET_STOP_CANCELLED = 3 /* the callback returned non-zero */
+  POCKET_STOP_EOS = 0,       /* the model produced a stop token */
+  POCKET_STOP_LENGTH = 1,    /* max_new_tokens reached */
+  POCKET_STOP_STRING = 2,    /* a stop string was produced */
+  POCKET_STOP_CANCELLED = 3, /* the callback returned non-zero */
+  /* Since API version 6: the call failed; its status says why. */
+  POCKET_STOP_BUDGET = 4, /* POCKET_BUDGET_EXCEEDED: the next token did not fit the budget */
+  POCKET_STOP_ERROR = 5   /* any other error */
 } pocket_stop_reason;
 
 typedef enum pocket_log_level {
@@ -161,10 +169,13 @@ void pocket_session_options_init(pocket_session_options* options);
  * buffers and logits plus one KV page; the message names the numbers. */
 pocket_status pocket_session_new(pocket_model* model, const pocket_session_options* options,
                                  pocket_session** out);
+/* Called while a call on the session is in progress (from its callback or
+ * another thread), frees the session when that call returns. */
 void pocket_session_free(pocket_session* session);
 /* Forgets the conversation (KV cache and position). */
 pocket_status pocket_session_reset(pocket_session* session);
-/* Tokens held in the session's KV cache. */
+/* Tokens held in the session's KV cache; -1 while the session is in another
+ * call. */
 int32_t pocket_session_position(const pocket_session* session);
 
 /* What a session holds, in bytes, by category (since API version 2). */
@@ -192,7 +203,9 @@ pocket_status pocket_session_load(pocket_session* session, const char* path);
 
 /* Teacher-forced evaluation: appends `tokens` to the session and, when
  * `logits` is not NULL, writes the next-token logits of the last one
- * (vocab_size floats). */
+ * (vocab_size floats). Logits that come out NaN or infinite (a damaged model
+ * file, or activations that overflow) are POCKET_CORRUPT_FILE, naming the
+ * position, and the tokens are not kept. */
 pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens, size_t n_tokens,
                                   float* logits);
 
@@ -220,6 +233,9 @@ void pocket_sampling_init(pocket_sampling* sampling);
  * non-zero to stop generation after this token (POCKET_CANCELLED). */
 typedef int (*pocket_text_fn)(const char* text, size_t len, int32_t token_id, void* user_data);
 
+/* Filled by pocket_generate and pocket_chat whatever they return: what the
+ * call did before it ended (zeros when it failed before generating) and why
+ * it ended. */
 typedef struct pocket_generation {
   uint32_t struct_size;
   int32_t n_prompt_tokens; /* tokens prefilled by this call */
@@ -232,7 +248,11 @@ void pocket_generation_init(pocket_generation* result);
 
 /* Continues the session with `prompt` (BOS is added at the start of a
  * session when the model wants it) and generates. `callback` and `result`
- * may be NULL. On failure the session keeps its previous state. */
+ * may be NULL. An error while generating keeps what was generated
+ * (POCKET_BUDGET_EXCEEDED when the next token does not fit the budget,
+ * stop reason POCKET_STOP_BUDGET; POCKET_CORRUPT_FILE when the model's
+ * logits come out NaN or infinite, POCKET_STOP_ERROR); any other failure
+ * leaves the session as it was. */
 pocket_status pocket_generate(pocket_session* session, const char* prompt,
                               const pocket_sampling* sampling, pocket_text_fn callback,
                               void* user_data, pocket_generation* result);

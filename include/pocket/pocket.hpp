@@ -61,9 +61,10 @@ struct MemoryUsage : pocket_memory_usage {
   MemoryUsage() { pocket_memory_usage_init(this); }
 };
 
+// Filled by Generate and Chat whatever status they return (pocket.h).
 struct Generation : pocket_generation {
   Generation() { pocket_generation_init(this); }
-  std::string text;  // the whole generated text
+  std::string text;  // the text the call streamed
 };
 
 struct Message {
@@ -132,6 +133,9 @@ class Model {
   pocket_model* m_ = nullptr;
 };
 
+// One call at a time: a call made while another is in progress on the same
+// session (from its OnText, or from another thread) returns POCKET_BUSY;
+// destroying the Session meanwhile frees it when that call returns.
 class Session {
  public:
   Session() = default;
@@ -168,6 +172,7 @@ class Session {
                   Generation* result = nullptr) {
     Generation local;
     Generation* r = result != nullptr ? result : &local;
+    r->text.clear();
     Call call{&on_text, r};
     std::vector<const char*> stops;
     const pocket_sampling raw = Raw(sampling, &stops);
@@ -178,6 +183,7 @@ class Session {
               const OnText& on_text, Generation* result = nullptr) {
     Generation local;
     Generation* r = result != nullptr ? result : &local;
+    r->text.clear();
     Call call{&on_text, r};
     std::vector<pocket_message> raw_messages;
     raw_messages.reserve(messages.size());

@@ -3,6 +3,7 @@
 // sizes, enum values. Errors set the calling thread's last-error string.
 #include "pocket/pocket.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -21,8 +22,17 @@ struct pocket_model {
   std::unique_ptr<pocket::Model> model;
 };
 
+// Every call on a session holds it for its whole length (SessionCall), so a
+// call that arrives meanwhile, from the running call's callback or from
+// another thread, is refused with POCKET_BUSY instead of changing the
+// session under the call in progress.
 struct pocket_session {
+  enum State { kIdle, kBusy, kFreeRequested };
+
   std::unique_ptr<pocket::Session> session;
+  mutable std::atomic<int> state{kIdle};
+  // The API function holding the session, for the POCKET_BUSY message.
+  mutable std::atomic<const char*> busy_in{nullptr};
 };
 
 namespace {
@@ -56,20 +66,71 @@ bool SizeOk(const T* s, size_t v1_size) {
 #define POCKET_HAS(s, field) \
   ((s)->struct_size >= offsetof(std::remove_pointer_t<decltype(s)>, field) + sizeof((s)->field))
 
-pocket_stop_reason StopReason(const std::string& stop) {
+// Holds `session` for one API call (see pocket_session). status() is
+// InvalidArgument for a NULL session and Busy when another call holds it.
+// A pocket_session_free that came during the call frees the session when
+// the call ends.
+class SessionCall {
+ public:
+  SessionCall(const pocket_session* session, const char* function) : session_(session) {
+    if (session == nullptr) {
+      status_ =
+          pocket::Errorf(pocket::StatusCode::kInvalidArgument, "%s: session is NULL", function);
+      return;
+    }
+    int idle = pocket_session::kIdle;
+    if (session->state.compare_exchange_strong(idle, pocket_session::kBusy)) {
+      session->busy_in.store(function);
+      held_ = true;
+      return;
+    }
+    const char* holder = session->busy_in.load();
+    status_ = pocket::Errorf(pocket::StatusCode::kBusy,
+                             "%s: the session is busy in %s (this call came from its callback "
+                             "or from another thread); a session takes one call at a time: call "
+                             "again after %s returns",
+                             function, holder != nullptr ? holder : "another call",
+                             holder != nullptr ? holder : "it");
+  }
+  ~SessionCall() {
+    if (!held_) return;
+    session_->busy_in.store(nullptr);
+    int busy = pocket_session::kBusy;
+    // Fails only when pocket_session_free came during the call.
+    if (!session_->state.compare_exchange_strong(busy, pocket_session::kIdle)) delete session_;
+  }
+  SessionCall(const SessionCall&) = delete;
+  SessionCall& operator=(const SessionCall&) = delete;
+
+  const pocket::Status& status() const { return status_; }
+  bool ok() const { return status_.ok(); }
+
+ private:
+  const pocket_session* session_;
+  bool held_ = false;
+  pocket::Status status_;
+};
+
+// Why a generation call ended: its status decides for errors (the runtime
+// names the same reasons in GenerateResult::stop, which covers the rest).
+pocket_stop_reason StopReason(const pocket::Status& status, const std::string& stop) {
+  if (status.code() == pocket::StatusCode::kBudgetExceeded) return POCKET_STOP_BUDGET;
+  if (!status.ok() && status.code() != pocket::StatusCode::kCancelled) return POCKET_STOP_ERROR;
   if (stop == "eos") return POCKET_STOP_EOS;
   if (stop == "stop_string") return POCKET_STOP_STRING;
   if (stop == "cancelled") return POCKET_STOP_CANCELLED;
   return POCKET_STOP_LENGTH;
 }
 
-pocket_status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
+pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
+  using pocket::StatusCode;
   pocket_sampling defaults;
   pocket_sampling_init(&defaults);
   if (s == nullptr) s = &defaults;
   if (!SizeOk(s, sizeof(pocket_sampling))) {
-    return Fail(POCKET_INVALID_ARGUMENT,
-                "pocket_sampling.struct_size is too small: call pocket_sampling_init() first");
+    return pocket::Status(
+        StatusCode::kInvalidArgument,
+        "pocket_sampling.struct_size is too small: call pocket_sampling_init() first");
   }
   out->sampling.temperature = s->temperature;
   out->sampling.top_k = s->top_k;
@@ -83,37 +144,40 @@ pocket_status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOption
   out->max_new_tokens = s->max_new_tokens > 0 ? s->max_new_tokens : -1;
   out->ignore_eos = s->ignore_eos != 0;
   if (s->n_stop_strings > 0 && s->stop_strings == nullptr) {
-    return Fail(POCKET_INVALID_ARGUMENT, "stop_strings is NULL but n_stop_strings > 0");
+    return pocket::Status(StatusCode::kInvalidArgument,
+                          "stop_strings is NULL but n_stop_strings > 0");
   }
   for (size_t i = 0; i < s->n_stop_strings; ++i) {
     if (s->stop_strings[i] == nullptr || s->stop_strings[i][0] == '\0') {
-      return Fail(POCKET_INVALID_ARGUMENT, "stop_strings contains a NULL or empty string");
+      return pocket::Status(StatusCode::kInvalidArgument,
+                            "stop_strings contains a NULL or empty string");
     }
     out->stop_strings.emplace_back(s->stop_strings[i]);
   }
-  return POCKET_OK;
+  return pocket::Status::Ok();
 }
 
-pocket::TextCallback WrapCallback(pocket_text_fn fn, void* user_data) {
-  return [fn, user_data](std::string_view piece, int32_t id) {
-    if (fn == nullptr) return true;
-    return fn(piece.data(), piece.size(), id, user_data) == 0;
+// A pocket_session_free from the callback stops the generation at once, as
+// a cancel does, and the session is freed when the call returns.
+pocket::TextCallback WrapCallback(const pocket_session* session, pocket_text_fn fn,
+                                  void* user_data) {
+  return [session, fn, user_data](std::string_view piece, int32_t id) {
+    const bool go_on = fn == nullptr || fn(piece.data(), piece.size(), id, user_data) == 0;
+    return go_on && session->state.load() != pocket_session::kFreeRequested;
   };
 }
 
-void FillResult(const pocket::GenerateResult& r, pocket_generation* out) {
-  if (out == nullptr) return;
-  out->n_prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
-  out->n_generated = static_cast<int32_t>(r.ids.size());
-  out->stop_reason = StopReason(r.stop);
-  out->prefill_seconds = r.prefill_seconds;
-  out->decode_seconds = r.decode_seconds;
-}
-
+// Fills `result` whatever the status: what the call did before it ended
+// (nothing when it failed before generating) and why it ended.
 pocket_status Finish(const pocket::Status& status, const pocket::GenerateResult& r,
                      pocket_generation* result) {
-  // A cancelled generation still produced text: report what happened.
-  if (status.ok() || status.code() == pocket::StatusCode::kCancelled) FillResult(r, result);
+  if (result != nullptr) {
+    result->n_prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
+    result->n_generated = static_cast<int32_t>(r.ids.size());
+    result->stop_reason = StopReason(status, r.stop);
+    result->prefill_seconds = r.prefill_seconds;
+    result->decode_seconds = r.decode_seconds;
+  }
   return status.ok() ? Ok() : Fail(status);
 }
 
@@ -296,16 +360,35 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
   return Ok();
 }
 
-void pocket_session_free(pocket_session* session) { delete session; }
+void pocket_session_free(pocket_session* session) {
+  if (session == nullptr) return;
+  while (true) {
+    int state = pocket_session::kIdle;
+    if (session->state.compare_exchange_strong(state, pocket_session::kFreeRequested)) {
+      delete session;
+      return;
+    }
+    // A call holds the session (or was asked to free it already): it frees
+    // the session when it ends, unless it ended just now, then try again.
+    if (state == pocket_session::kFreeRequested ||
+        session->state.compare_exchange_strong(state, pocket_session::kFreeRequested)) {
+      return;
+    }
+  }
+}
 
 pocket_status pocket_session_reset(pocket_session* session) {
-  if (session == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_reset: NULL");
+  const SessionCall call(session, "pocket_session_reset");
+  if (!call.ok()) return Fail(call.status());
   session->session->Reset();
   return Ok();
 }
 
 int32_t pocket_session_position(const pocket_session* session) {
-  return session == nullptr ? 0 : static_cast<int32_t>(session->session->position());
+  if (session == nullptr) return 0;
+  const SessionCall call(session, "pocket_session_position");
+  if (!call.ok()) return -1;
+  return static_cast<int32_t>(session->session->position());
 }
 
 void pocket_memory_usage_init(pocket_memory_usage* usage) {
@@ -323,6 +406,8 @@ pocket_status pocket_session_memory(const pocket_session* session, pocket_memory
                 "pocket_memory_usage.struct_size is too small: call "
                 "pocket_memory_usage_init() first");
   }
+  const SessionCall call(session, "pocket_session_memory");
+  if (!call.ok()) return Fail(call.status());
   const pocket::MemoryUsage m = session->session->memory();
   usage->weights = m.weights;
   usage->weights_resident = m.weights_resident;
@@ -341,6 +426,8 @@ pocket_status pocket_session_save(const pocket_session* session, const char* pat
   if (session == nullptr || path == nullptr) {
     return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_save: NULL session or path");
   }
+  const SessionCall call(session, "pocket_session_save");
+  if (!call.ok()) return Fail(call.status());
   const pocket::Status s = session->session->Save(path);
   return s.ok() ? Ok() : Fail(s);
 }
@@ -349,6 +436,8 @@ pocket_status pocket_session_load(pocket_session* session, const char* path) {
   if (session == nullptr || path == nullptr) {
     return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_load: NULL session or path");
   }
+  const SessionCall call(session, "pocket_session_load");
+  if (!call.ok()) return Fail(call.status());
   const pocket::Status s = session->session->Load(path);
   return s.ok() ? Ok() : Fail(s);
 }
@@ -358,6 +447,8 @@ pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens
   if (session == nullptr || (tokens == nullptr && n_tokens > 0)) {
     return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_eval: NULL session or tokens");
   }
+  const SessionCall call(session, "pocket_session_eval");
+  if (!call.ok()) return Fail(call.status());
   std::vector<float> out;
   const pocket::Status s = session->session->Eval(std::vector<int32_t>(tokens, tokens + n_tokens),
                                                   pocket::LogitsMode::kLast, &out);
@@ -385,38 +476,47 @@ void pocket_generation_init(pocket_generation* result) {
 pocket_status pocket_generate(pocket_session* session, const char* prompt,
                               const pocket_sampling* sampling, pocket_text_fn callback,
                               void* user_data, pocket_generation* result) {
-  if (session == nullptr || prompt == nullptr) {
-    return Fail(POCKET_INVALID_ARGUMENT, "pocket_generate: NULL session or prompt");
+  pocket::GenerateResult r;
+  const SessionCall call(session, "pocket_generate");
+  pocket::Status s = call.status();
+  if (s.ok() && prompt == nullptr) {
+    s = pocket::Status(pocket::StatusCode::kInvalidArgument, "pocket_generate: prompt is NULL");
   }
   pocket::GenerateOptions options;
-  if (pocket_status c = ToGenerateOptions(sampling, &options); c != POCKET_OK) return c;
-  pocket::GenerateResult r;
-  const pocket::Status s = pocket::Generate(session->session.get(), prompt, options,
-                                            WrapCallback(callback, user_data), &r);
+  if (s.ok()) s = ToGenerateOptions(sampling, &options);
+  if (s.ok()) {
+    s = pocket::Generate(session->session.get(), prompt, options,
+                         WrapCallback(session, callback, user_data), &r);
+  }
   return Finish(s, r, result);
 }
 
 pocket_status pocket_chat(pocket_session* session, const pocket_message* messages,
                           size_t n_messages, int enable_thinking, const pocket_sampling* sampling,
                           pocket_text_fn callback, void* user_data, pocket_generation* result) {
-  if (session == nullptr || messages == nullptr || n_messages == 0) {
-    return Fail(POCKET_INVALID_ARGUMENT, "pocket_chat: NULL session or no messages");
+  pocket::GenerateResult r;
+  const SessionCall call(session, "pocket_chat");
+  pocket::Status s = call.status();
+  if (s.ok() && (messages == nullptr || n_messages == 0)) {
+    s = pocket::Status(pocket::StatusCode::kInvalidArgument, "pocket_chat: no messages");
   }
   std::vector<pocket::ChatMessage> msgs;
-  for (size_t i = 0; i < n_messages; ++i) {
+  for (size_t i = 0; s.ok() && i < n_messages; ++i) {
     if (messages[i].role == nullptr || messages[i].content == nullptr) {
-      return Fail(pocket::Errorf(pocket::StatusCode::kInvalidArgument,
-                                 "pocket_chat: message %zu has a NULL role or content", i));
+      s = pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                         "pocket_chat: message %zu has a NULL role or content", i);
+    } else {
+      msgs.push_back({messages[i].role, messages[i].content});
     }
-    msgs.push_back({messages[i].role, messages[i].content});
   }
   pocket::GenerateOptions options;
-  if (pocket_status c = ToGenerateOptions(sampling, &options); c != POCKET_OK) return c;
-  pocket::ChatOptions chat;
-  chat.enable_thinking = enable_thinking != 0;
-  pocket::GenerateResult r;
-  const pocket::Status s = pocket::GenerateChat(session->session.get(), msgs, chat, options,
-                                                WrapCallback(callback, user_data), &r);
+  if (s.ok()) s = ToGenerateOptions(sampling, &options);
+  if (s.ok()) {
+    pocket::ChatOptions chat;
+    chat.enable_thinking = enable_thinking != 0;
+    s = pocket::GenerateChat(session->session.get(), msgs, chat, options,
+                             WrapCallback(session, callback, user_data), &r);
+  }
   return Finish(s, r, result);
 }
 

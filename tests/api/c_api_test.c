@@ -48,6 +48,49 @@ static int Collect(const char* text, size_t len, int32_t token_id, void* user_da
   return c->cancel_after > 0 && c->calls >= c->cancel_after;
 }
 
+/* Calls every session function on the session whose generation is running,
+ * from its callback (once); each must be refused with POCKET_BUSY. */
+typedef struct {
+  pocket_session* session;
+  int calls;
+  pocket_status generate, chat, reset, eval, save, load, memory;
+  int32_t position;
+  int message_names_the_call;
+} Reentry;
+
+static int Reenter(const char* text, size_t len, int32_t token_id, void* user_data) {
+  Reentry* r = (Reentry*)user_data;
+  pocket_message message;
+  pocket_memory_usage usage;
+  const int32_t bos = 1;
+  (void)text;
+  (void)len;
+  (void)token_id;
+  if (r->calls++ > 0) return 0;
+  message.role = "user";
+  message.content = "hi";
+  pocket_memory_usage_init(&usage);
+  r->generate = pocket_generate(r->session, "x", NULL, NULL, NULL, NULL);
+  r->message_names_the_call = strstr(pocket_last_error(), "busy in pocket_generate") != NULL;
+  r->chat = pocket_chat(r->session, &message, 1, 0, NULL, NULL, NULL, NULL);
+  r->reset = pocket_session_reset(r->session);
+  r->eval = pocket_session_eval(r->session, &bos, 1, NULL);
+  r->save = pocket_session_save(r->session, "c_api_test_reentry.bin");
+  r->load = pocket_session_load(r->session, "c_api_test_reentry.bin");
+  r->memory = pocket_session_memory(r->session, &usage);
+  r->position = pocket_session_position(r->session);
+  return 0;
+}
+
+/* Frees the session whose generation is running, from its callback. */
+static int FreeFromCallback(const char* text, size_t len, int32_t token_id, void* user_data) {
+  (void)text;
+  (void)len;
+  (void)token_id;
+  pocket_session_free((pocket_session*)user_data);
+  return 0;
+}
+
 static int g_log_calls = 0;
 static void OnLog(pocket_log_level level, const char* message, void* user_data) {
   (void)level;
@@ -143,10 +186,17 @@ int main(int argc, char** argv) {
   /* Invalid UTF-8 is rejected and the session stays usable. */
   CHECK(pocket_session_reset(session) == POCKET_OK);
   CHECK(pocket_session_position(session) == 0);
+  gen.n_generated = 77; /* a failed call still fills the result */
+  gen.stop_reason = POCKET_STOP_LENGTH;
   CHECK(pocket_generate(session, "caf\xc3", &sampling, Collect, &col, &gen) ==
         POCKET_INVALID_ARGUMENT);
   CHECK(strstr(pocket_last_error(), "UTF-8") != NULL);
   CHECK(pocket_session_position(session) == 0);
+  CHECK(gen.n_generated == 0 && gen.n_prompt_tokens == 0);
+  CHECK(gen.stop_reason == POCKET_STOP_ERROR);
+  gen.n_generated = 77;
+  CHECK(pocket_generate(NULL, "x", &sampling, NULL, NULL, &gen) == POCKET_INVALID_ARGUMENT);
+  CHECK(gen.n_generated == 0 && gen.stop_reason == POCKET_STOP_ERROR);
 
   /* Cancelling from the callback stops within one token. */
   memset(&col, 0, sizeof(col));
@@ -163,6 +213,83 @@ int main(int argc, char** argv) {
   memset(&col, 0, sizeof(col));
   CHECK(pocket_generate(session, "Once upon a time", &sampling, Collect, &col, &gen) == POCKET_OK);
   CHECK(col.len > 100 && strncmp(col.text, kGoldenContinuation, col.len) == 0);
+
+  /* Calls on the session from inside its callback are refused, and the
+   * outer generation goes on as if they had not been made. */
+  {
+    Reentry reentry;
+    memset(&reentry, 0, sizeof(reentry));
+    reentry.session = session;
+    CHECK(pocket_session_reset(session) == POCKET_OK);
+    pocket_generation_init(&gen);
+    CHECK(pocket_generate(session, "Once upon a time", &sampling, Reenter, &reentry, &gen) ==
+          POCKET_OK);
+    CHECK(reentry.calls > 1);
+    CHECK(reentry.generate == POCKET_BUSY && reentry.message_names_the_call);
+    CHECK(reentry.chat == POCKET_BUSY && reentry.reset == POCKET_BUSY);
+    CHECK(reentry.eval == POCKET_BUSY && reentry.save == POCKET_BUSY);
+    CHECK(reentry.load == POCKET_BUSY && reentry.memory == POCKET_BUSY);
+    CHECK(reentry.position == -1);
+    CHECK(gen.n_generated == 40 && gen.stop_reason == POCKET_STOP_LENGTH);
+    CHECK(pocket_session_position(session) == 44); /* BOS + 4 + 40 - the pending one */
+    CHECK(strcmp(pocket_status_name(POCKET_BUSY), "Busy") == 0);
+    /* Nothing was saved. */
+    CHECK(fopen("c_api_test_reentry.bin", "rb") == NULL);
+    /* Afterwards the session takes calls again. */
+    CHECK(pocket_session_reset(session) == POCKET_OK);
+  }
+
+  /* Freeing the session from its callback stops the generation, and the
+   * session is freed when pocket_generate returns. */
+  {
+    pocket_session* doomed = NULL;
+    CHECK(pocket_session_new(model, NULL, &doomed) == POCKET_OK);
+    pocket_generation_init(&gen);
+    CHECK(pocket_generate(doomed, "Once upon a time", &sampling, FreeFromCallback, doomed, &gen) ==
+          POCKET_CANCELLED);
+    CHECK(gen.n_generated == 1 && gen.stop_reason == POCKET_STOP_CANCELLED);
+  }
+
+  /* A generation that stops on the budget reports what it generated and
+   * why it stopped. The budget is the smallest (in 64 KiB steps, never a
+   * whole MiB) that holds a KV page: fewer tokens than the context. */
+  {
+    pocket_session_options opts;
+    pocket_session* small = NULL;
+    pocket_memory_usage usage;
+    uint64_t budget = (1u << 20) + 1;
+    char exact[64];
+    pocket_session_options_init(&opts);
+    for (; budget < (64u << 20); budget += 64u << 10) {
+      opts.budget_bytes = budget;
+      if (pocket_session_new(model, &opts, &small) == POCKET_OK) break;
+    }
+    CHECK(small != NULL);
+    if (small != NULL) {
+      pocket_memory_usage_init(&usage);
+      CHECK(pocket_session_memory(small, &usage) == POCKET_OK);
+      CHECK(usage.max_tokens >= 64 && usage.max_tokens < 512);
+      sampling.max_new_tokens = 600;
+      sampling.ignore_eos = 1;
+      memset(&col, 0, sizeof(col));
+      pocket_generation_init(&gen);
+      st = pocket_generate(small, "Once upon a time", &sampling, Collect, &col, &gen);
+      CHECK(st == POCKET_BUDGET_EXCEEDED);
+      /* The message prints the budget exactly, not rounded to whole MiB. */
+      sprintf(exact, "memory budget of %llu bytes (", (unsigned long long)budget);
+      CHECK(strstr(pocket_last_error(), exact) != NULL);
+      CHECK(gen.stop_reason == POCKET_STOP_BUDGET);
+      CHECK(gen.n_prompt_tokens == 5);
+      /* Every token that fit, and the one that did not (kept pending). */
+      CHECK(gen.n_generated == (int32_t)usage.max_tokens - 5 + 1);
+      CHECK(col.calls > 0 && col.calls <= gen.n_generated);
+      CHECK(gen.prefill_seconds > 0 && gen.decode_seconds > 0);
+      CHECK(pocket_session_position(small) == (int32_t)usage.max_tokens);
+      sampling.max_new_tokens = 40;
+      sampling.ignore_eos = 0;
+      pocket_session_free(small);
+    }
+  }
 
   /* A prompt longer than the context names both lengths. */
   {

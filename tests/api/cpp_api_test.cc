@@ -3,12 +3,16 @@
 #include "pocket/pocket.hpp"
 
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "backends/cpu/kernel_target.h"
+#include "format/pocket_test_util.h"
 
 namespace {
 
@@ -114,6 +118,106 @@ TEST(CppApi, MemoryBudgetAndState) {
   const pocket::Status too_small = model.NewSession(options, &tiny);
   EXPECT_EQ(too_small.code(), POCKET_BUDGET_EXCEEDED);
   EXPECT_NE(too_small.message().find("too small"), std::string::npos);
+}
+
+// Another thread's calls on a session that is generating are refused, and
+// the generation goes on unchanged.
+TEST(CppApi, CallsFromAnotherThreadWhileGeneratingAreBusy) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok()) << pocket_last_error();
+  pocket::Session session;
+  ASSERT_TRUE(model.NewSession({}, &session).ok());
+  pocket::Sampling sampling;
+  sampling.max_new_tokens = 60;
+  std::vector<pocket::Status> other;
+  int32_t other_position = 0;
+  pocket::Generation gen;
+  const pocket::Status s = session.Generate(
+      "Once upon a time", sampling,
+      [&](std::string_view, int32_t) {
+        if (!other.empty()) return true;
+        std::thread([&] {
+          other.push_back(session.Reset());
+          other.push_back(session.Generate("x", pocket::Sampling(), nullptr));
+          other.push_back(session.Eval({1}, nullptr));
+          other.push_back(session.Save(std::string(POCKET_BINARY_DIR) + "/cpp_api_busy.bin"));
+          other_position = session.position();
+        }).join();
+        return true;
+      },
+      &gen);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(other.size(), 4u);
+  for (const pocket::Status& o : other) {
+    EXPECT_EQ(o.code(), POCKET_BUSY) << o.message();
+    EXPECT_NE(o.message().find("the session is busy in pocket_generate"), std::string::npos)
+        << o.message();
+  }
+  EXPECT_EQ(other_position, -1);
+  EXPECT_EQ(gen.n_generated, 60);
+  EXPECT_EQ(gen.text.substr(0, std::strlen(kGoldenContinuation)), kGoldenContinuation);
+  EXPECT_TRUE(session.Reset().ok());
+}
+
+// Generation is filled by every call, failed ones included, and holds only
+// that call's text.
+TEST(CppApi, GenerationIsFilledWhateverTheStatus) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok()) << pocket_last_error();
+  pocket::Session session;
+  ASSERT_TRUE(model.NewSession({}, &session).ok());
+  pocket::Sampling sampling;
+  sampling.max_new_tokens = 5;
+  pocket::Generation gen;
+  ASSERT_TRUE(session.Generate("Once upon a time", sampling, nullptr, &gen).ok());
+  const std::string first = gen.text;
+  ASSERT_TRUE(session.Generate(" and", sampling, nullptr, &gen).ok());
+  EXPECT_EQ(gen.n_generated, 5);
+  EXPECT_EQ(gen.text.find(first), std::string::npos) << gen.text;
+
+  const pocket::Status s = session.Generate("\xff", sampling, nullptr, &gen);
+  EXPECT_EQ(s.code(), POCKET_INVALID_ARGUMENT);
+  EXPECT_EQ(gen.n_generated, 0);
+  EXPECT_EQ(gen.n_prompt_tokens, 0);
+  EXPECT_EQ(gen.stop_reason, POCKET_STOP_ERROR);
+  EXPECT_EQ(gen.text, "");
+}
+
+// The model file with its first weight (token 0's embedding, also its
+// output row) set to NaN, checksums recomputed.
+std::string NanWeightModel() {
+  using namespace pocket::testing;  // NOLINT: the test file tools
+  Bytes bytes = ReadFileBytes(kModel);
+  for (const pocket::SectionEntry& e : TableOf(bytes)) {
+    if (e.kind != 5) continue;  // the data section
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(bytes.data() + e.offset, &nan, sizeof(nan));
+  }
+  FixAllCrcs(&bytes);
+  const std::string path = TempPath("nan_weight.pocket");
+  WriteFileBytes(path, bytes);
+  return path;
+}
+
+TEST(CppApi, NonFiniteLogitsAreCorruptFileNamingThePosition) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(NanWeightModel(), {}, &model).ok()) << pocket_last_error();
+  pocket::Session session;
+  ASSERT_TRUE(model.NewSession({}, &session).ok());
+  pocket::Generation gen;
+  pocket::Status s = session.Generate("Once upon a time", pocket::Sampling(), nullptr, &gen);
+  EXPECT_EQ(s.code(), POCKET_CORRUPT_FILE);
+  EXPECT_NE(s.message().find("non-finite logit (NaN, vocabulary entry 0) at position 4"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(gen.stop_reason, POCKET_STOP_ERROR);
+  EXPECT_EQ(gen.n_generated, 0);
+  EXPECT_EQ(session.position(), 0);
+  std::vector<float> logits;
+  s = session.Eval({1, 403}, &logits);
+  EXPECT_EQ(s.code(), POCKET_CORRUPT_FILE);
+  EXPECT_NE(s.message().find("at position 1"), std::string::npos) << s.message();
+  EXPECT_EQ(session.position(), 0);
 }
 
 }  // namespace
