@@ -1,7 +1,9 @@
 // A Session is one conversation with a Model: its KV cache, the tokens in
 // that cache (its position), the executor's scratch buffers and the chat
-// transcript. Use a session from one thread at a time; several sessions may
-// share one Model concurrently (model.h).
+// transcript. Use a session from one thread at a time, and not from the
+// callbacks of a Generate running on it (the C API refuses such calls with
+// kBusy, src/api/c_api.cc); several sessions may share one Model
+// concurrently (model.h).
 //
 // Memory budget (docs/memory.md): everything the session holds -- the
 // model's weights (counted in full by each session), KV pages, scratch and
