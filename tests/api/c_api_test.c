@@ -197,6 +197,16 @@ int main(int argc, char** argv) {
   gen.n_generated = 77;
   CHECK(pocket_generate(NULL, "x", &sampling, NULL, NULL, &gen) == POCKET_INVALID_ARGUMENT);
   CHECK(gen.n_generated == 0 && gen.stop_reason == POCKET_STOP_ERROR);
+  {
+    pocket_message no_content;
+    no_content.role = "user";
+    no_content.content = NULL;
+    gen.n_generated = 77;
+    gen.stop_reason = POCKET_STOP_LENGTH;
+    CHECK(pocket_chat(session, &no_content, 1, 0, &sampling, NULL, NULL, &gen) ==
+          POCKET_INVALID_ARGUMENT);
+    CHECK(gen.n_generated == 0 && gen.stop_reason == POCKET_STOP_ERROR);
+  }
 
   /* Cancelling from the callback stops within one token. */
   memset(&col, 0, sizeof(col));
@@ -218,6 +228,7 @@ int main(int argc, char** argv) {
    * outer generation goes on as if they had not been made. */
   {
     Reentry reentry;
+    FILE* saved;
     memset(&reentry, 0, sizeof(reentry));
     reentry.session = session;
     CHECK(pocket_session_reset(session) == POCKET_OK);
@@ -234,7 +245,12 @@ int main(int argc, char** argv) {
     CHECK(pocket_session_position(session) == 44); /* BOS + 4 + 40 - the pending one */
     CHECK(strcmp(pocket_status_name(POCKET_BUSY), "Busy") == 0);
     /* Nothing was saved. */
-    CHECK(fopen("c_api_test_reentry.bin", "rb") == NULL);
+    saved = fopen("c_api_test_reentry.bin", "rb");
+    CHECK(saved == NULL);
+    if (saved != NULL) {
+      fclose(saved);
+      remove("c_api_test_reentry.bin");
+    }
     /* Afterwards the session takes calls again. */
     CHECK(pocket_session_reset(session) == POCKET_OK);
   }
