@@ -19,7 +19,8 @@
  * callback or from another thread, changes nothing and returns POCKET_BUSY
  * (pocket_session_position returns -1); pocket_session_free then frees the
  * session when the call in progress returns, and a generation in progress
- * stops at its next piece of text. Free every session before its model.
+ * stops at its next piece of text (POCKET_CANCELLED). Free every session
+ * before its model.
  *
  * Structs with a `struct_size` member are versioned: call the matching
  * *_init() function first, then change the fields you need; new fields are
@@ -42,7 +43,7 @@ typedef enum pocket_status {
   POCKET_INVALID_ARGUMENT = 1, /* the caller passed something wrong */
   POCKET_NOT_FOUND = 2,        /* a file, tensor or key does not exist */
   POCKET_IO_ERROR = 3,         /* the OS refused a read, write or map */
-  POCKET_CORRUPT_FILE = 4,     /* a file failed validation */
+  POCKET_CORRUPT_FILE = 4,     /* a file failed validation, or its model computed NaN */
   POCKET_UNSUPPORTED = 5,      /* valid, but this build cannot handle it */
   POCKET_BUDGET_EXCEEDED = 6,  /* the memory budget would be exceeded */
   POCKET_CANCELLED = 7,        /* the callback asked to stop */
