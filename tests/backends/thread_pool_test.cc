@@ -154,21 +154,30 @@ TEST(ThreadPoolTest, DefaultUsesThePlannedCoresAndSurvivesIdleSleep) {
   EXPECT_EQ(total.load(), 24);
 }
 
-// A job posted while the workers sleep wakes them: with enough long tasks
-// that the caller cannot run them all before a woken worker arrives (40 of
-// 1 ms: a wake-up takes well under the 20 ms of the caller's own range even
-// on a loaded machine), the worker takes some. (The caller runs its first
-// task before it looks for sleepers; a missed wake-up would leave every
-// task to it.)
+// Waits until done() holds, for at most 10 s: only a pool that never does
+// what done() waits for gets there, however slow or loaded the machine (the
+// assertion after the wait then fails instead of the test hanging).
+template <typename Done>
+void WaitAtMostTenSeconds(const Done& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
+
+// A job posted while the workers sleep wakes them: the caller, from its
+// second task on (the pool looks for sleepers again after the caller's
+// first), waits for a worker to run one. A missed wake-up leaves every task
+// to the caller.
 TEST(ThreadPoolTest, JobAfterIdleSleepWakesTheWorkers) {
   ThreadPool pool(ThreadPoolOptions{2, false});
   for (int round = 0; round < 3; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin time
     std::atomic<int> by_worker{0};
+    int by_caller = 0;
     pool.ParallelFor(40, [&](size_t, size_t thread) {
-      if (thread != 0) by_worker.fetch_add(1);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-      while (std::chrono::steady_clock::now() < until) {
+      if (thread != 0) {
+        by_worker.fetch_add(1);
+      } else if (++by_caller == 2) {
+        WaitAtMostTenSeconds([&] { return by_worker.load() > 0; });
       }
     });
     EXPECT_GT(by_worker.load(), 0) << "round " << round;
@@ -220,37 +229,25 @@ TEST(ThreadPoolTest, RangesRunEveryUnitExactlyOnce) {
   }
 }
 
-// A thread whose share runs out takes the back half of what another has
-// left: with the caller's pieces slow (1 ms a unit) and the worker's
-// instant, the worker runs more than its own 32 of the 64 units (about 63
-// when it starts at once; only a start more than 30 ms late would leave it
-// fewer than 33). A pool without the hand-over leaves the caller's 32 units
-// to the caller.
-TEST(ThreadPoolTest, RangesHandOverPartOfASlowShare) {
-  ThreadPool pool(ThreadPoolOptions{2, false});
-  for (int round = 0; round < 3; ++round) {
-    const std::vector<size_t> ran = CheckRanges(pool, 64, 1, [](size_t, size_t, size_t thread) {
-      if (thread == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    });
-    EXPECT_GT(ran[1], 32u) << "round " << round;
-  }
-}
-
 // A thread that stops in the middle of its share (descheduled, on a busy
-// phone) holds up only the piece it has started: the others take the rest
-// of its share without waiting for it to look. The caller sleeps 20 ms in
-// its first of 64 one-unit pieces; the worker runs at least 61 units
-// (everything but that piece and the last one or two of the halvings).
-TEST(ThreadPoolTest, RangesDoNotWaitForAStoppedThread) {
+// phone) holds up only the piece it has started: the caller, whose share
+// runs out, takes the back half of what the worker has left, again and
+// again, without waiting for it. The worker stops in its first one-unit
+// piece until the other 63 units are done; without the hand-over they never
+// are and it runs its whole share. (A worker that starts late finds its
+// share taken whole, and runs nothing.)
+TEST(ThreadPoolTest, RangesHandOverTheShareOfAStoppedThread) {
   ThreadPool pool(ThreadPoolOptions{2, false});
   for (int round = 0; round < 3; ++round) {
-    std::atomic<bool> slept{false};
+    std::atomic<size_t> done{0};
+    std::atomic<bool> stopped{false};
     const std::vector<size_t> ran = CheckRanges(pool, 64, 1, [&](size_t, size_t, size_t thread) {
-      if (thread == 0 && !slept.exchange(true)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (thread == 1 && !stopped.exchange(true)) {
+        WaitAtMostTenSeconds([&] { return done.load() == 63; });
       }
+      done.fetch_add(1);
     });
-    EXPECT_GE(ran[1], 61u) << "round " << round << " caller ran " << ran[0] << " slept " << slept.load();
+    EXPECT_LE(ran[1], 1u) << "round " << round << " caller ran " << ran[0];
   }
 }
 

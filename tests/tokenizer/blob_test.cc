@@ -1,5 +1,5 @@
-// The tokenizer blob: determinism, validation of hostile bytes, load speed.
-#include <chrono>
+// The tokenizer blob: determinism and validation of hostile bytes (its load
+// speed is bench/tokenizer_bench.cc's).
 #include <random>
 
 #include <gtest/gtest.h>
@@ -128,25 +128,6 @@ TEST(BlobTest, CorruptedSentencePieceBlobsFailCleanly) {
   Corrupt(t->ToBlob(), 3);
 }
 #endif
-
-TEST(BlobTest, TrimmedQwenLoadsInMilliseconds) {
-  auto trimmed = Must(testing::Qwen3().Trimmed(65536));
-  ASSERT_NE(trimmed, nullptr);
-  const std::string blob = trimmed->ToBlob();
-  double best_ms = 1e9;
-  for (int i = 0; i < 3; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    auto t = Tokenizer::FromBlob(blob);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    best_ms = std::min(best_ms, ms);
-  }
-  RecordProperty("load_ms", std::to_string(best_ms));
-  // A few ms in a release build; the bound leaves room for sanitizers and
-  // a loaded machine while still catching a JSON-parsing or O(n^2) loader.
-  EXPECT_LT(best_ms, 150.0) << "blob of " << blob.size() << " bytes";
-}
 
 }  // namespace
 }  // namespace pocket
