@@ -27,6 +27,8 @@ struct pocket_model {
 // another thread, is refused with POCKET_BUSY instead of changing the
 // session under the call in progress.
 struct pocket_session {
+  // kFreeRequested: pocket_session_free came while a call held the session,
+  // and that call frees it when it ends.
   enum State { kIdle, kBusy, kFreeRequested };
 
   std::unique_ptr<pocket::Session> session;
@@ -111,15 +113,15 @@ class SessionCall {
   pocket::Status status_;
 };
 
-// Why a generation call ended: its status decides for errors (the runtime
-// names the same reasons in GenerateResult::stop, which covers the rest).
-pocket_stop_reason StopReason(const pocket::Status& status, const std::string& stop) {
-  if (status.code() == pocket::StatusCode::kBudgetExceeded) return POCKET_STOP_BUDGET;
-  if (!status.ok() && status.code() != pocket::StatusCode::kCancelled) return POCKET_STOP_ERROR;
+// GenerateResult::stop as the C enum; empty when the call failed before the
+// runtime ran.
+pocket_stop_reason StopReason(const std::string& stop) {
   if (stop == "eos") return POCKET_STOP_EOS;
+  if (stop == "length") return POCKET_STOP_LENGTH;
   if (stop == "stop_string") return POCKET_STOP_STRING;
   if (stop == "cancelled") return POCKET_STOP_CANCELLED;
-  return POCKET_STOP_LENGTH;
+  if (stop == "budget") return POCKET_STOP_BUDGET;
+  return POCKET_STOP_ERROR;
 }
 
 pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
@@ -174,7 +176,7 @@ pocket_status Finish(const pocket::Status& status, const pocket::GenerateResult&
   if (result != nullptr) {
     result->n_prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
     result->n_generated = static_cast<int32_t>(r.ids.size());
-    result->stop_reason = StopReason(status, r.stop);
+    result->stop_reason = StopReason(r.stop);
     result->prefill_seconds = r.prefill_seconds;
     result->decode_seconds = r.decode_seconds;
   }
