@@ -1,24 +1,46 @@
-// libFuzzer target for the .pocket reader: any byte string must either be
-// refused with a Status or yield a file whose every tensor lies inside the
-// buffer. ASan catches a read past the end; UBSan catches overflow.
+// libFuzzer target for the .pocket reader and the parsers behind it: any
+// byte string must either be refused with a Status or yield a file whose
+// every tensor lies inside the buffer, and a config and graph the planner
+// either refuses or plans. ASan catches a read past the end; UBSan catches
+// overflow.
 //
-// Seeds: format_tests writes valid files to <build>/fuzz_corpus/reader
+// Two kinds of input:
+//  - a whole file (anything not starting with byte 0, 1 or 2): opened as
+//    given and with every CRC recomputed, so mutations reach the structural
+//    checks behind the checksums; what opens goes on to the config parser
+//    and the planner.
+//  - byte 0, 1 or 2, then JSON: the config section (0), the graph section
+//    (1), or both split at the first NUL (2) of a real model (stories260K,
+//    converted from $POCKET_TEST_DATA at start) are replaced by it, with the
+//    section table and checksums rewritten, and the model is loaded through
+//    the planner. Mutations of the JSON reach ParseModelConfig,
+//    ValidateModelConfig and BuildPlan.
+//
+// Seeds: format_tests writes valid files to <build>/fuzz_corpus/reader and
+// runtime_tests the stories260K config and graph in the second form
 // (docs/format.md, "Fuzzing").
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "format/model_config.h"
 #include "format/reader.h"
+#include "stories_model.h"
+#include "runtime/plan.h"
 #include "util/crc32c.h"
 
 namespace {
 
+using pocket::FileHeader;
+using pocket::SectionEntry;
+using pocket::SectionKind;
+
 // Rewrites every CRC the table describes so that mutated inputs get past the
 // checksum checks and exercise the structural checks behind them.
 void FixChecksums(std::vector<uint8_t>* b) {
-  using pocket::FileHeader;
-  using pocket::SectionEntry;
   if (b->size() < sizeof(FileHeader)) return;
   FileHeader h;
   std::memcpy(&h, b->data(), sizeof(h));
@@ -38,6 +60,14 @@ void FixChecksums(std::vector<uint8_t>* b) {
   std::memcpy(b->data(), &h, sizeof(h));
 }
 
+// What Model::Load does with an open file's config and graph, short of the
+// tokenizer (tokenizer_fuzz covers it) and the thread pool.
+void Plan(const pocket::PocketFile& f) {
+  auto config = pocket::ParseModelConfig(std::string(f.config_json()));
+  if (!config.ok() || !pocket::ValidateModelConfig(*config).ok()) return;
+  (void)pocket::BuildPlan(f.graph_json(), f, *config);
+}
+
 void Exercise(const std::vector<uint8_t>& bytes) {
   auto file = pocket::PocketFile::FromMemory(bytes.data(), bytes.size());
   if (!file.ok()) return;
@@ -51,11 +81,68 @@ void Exercise(const std::vector<uint8_t>& bytes) {
   for (char c : f.config_json()) sink = sink ^ static_cast<uint8_t>(c);
   for (char c : f.tokenizer_blob()) sink = sink ^ static_cast<uint8_t>(c);
   (void)f.VerifyChecksums();
+  Plan(f);
+}
+
+// The stories260K model's bytes, read once.
+const std::vector<uint8_t>& SeedModel() {
+  static const std::vector<uint8_t> bytes = [] {
+    auto f = pocket::PocketFile::Open(pocket::fuzz::StoriesModelPath());
+    if (!f.ok()) __builtin_trap();
+    return std::vector<uint8_t>((*f)->bytes(), (*f)->bytes() + (*f)->size());
+  }();
+  return bytes;
+}
+
+void AlignTo8(std::vector<uint8_t>* b) { b->resize((b->size() + 7) / 8 * 8, 0); }
+
+// The seed model with the config and/or graph sections replaced: the new
+// bytes go after the seed's sections (which stay as unreferenced bytes), the
+// section table after them, and every checksum is recomputed.
+std::vector<uint8_t> WithSections(const std::string_view* config, const std::string_view* graph) {
+  const std::vector<uint8_t>& seed = SeedModel();
+  FileHeader h;
+  std::memcpy(&h, seed.data(), sizeof(h));
+  std::vector<SectionEntry> table(h.section_count);
+  std::memcpy(table.data(), seed.data() + h.table_offset, table.size() * sizeof(SectionEntry));
+  std::vector<uint8_t> out(seed.begin(), seed.begin() + static_cast<ptrdiff_t>(h.table_offset));
+  for (SectionEntry& e : table) {
+    const std::string_view* text = e.kind == static_cast<uint32_t>(SectionKind::kConfig) ? config
+                                   : e.kind == static_cast<uint32_t>(SectionKind::kGraph)
+                                       ? graph
+                                       : nullptr;
+    if (text == nullptr) continue;
+    AlignTo8(&out);
+    e.offset = out.size();
+    e.size = text->size();
+    out.insert(out.end(), text->begin(), text->end());
+  }
+  AlignTo8(&out);
+  h.table_offset = out.size();
+  const auto* t = reinterpret_cast<const uint8_t*>(table.data());
+  out.insert(out.end(), t, t + table.size() * sizeof(SectionEntry));
+  h.file_size = out.size();
+  std::memcpy(out.data(), &h, sizeof(h));
+  FixChecksums(&out);
+  return out;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size >= 1 && data[0] <= 2) {
+    const std::string_view json(reinterpret_cast<const char*>(data) + 1, size - 1);
+    std::string_view config = json, graph = json;
+    if (data[0] == 2) {
+      const size_t nul = json.find('\0');
+      config = json.substr(0, nul);
+      graph = nul == std::string_view::npos ? std::string_view() : json.substr(nul + 1);
+    }
+    const std::vector<uint8_t> file =
+        WithSections(data[0] != 1 ? &config : nullptr, data[0] != 0 ? &graph : nullptr);
+    Exercise(std::vector<uint8_t>(file));  // an exact-size copy, as below
+    return 0;
+  }
   // Exact-size heap copies so ASan sees any read past the end.
   std::vector<uint8_t> bytes(data, data + size);
   Exercise(bytes);
