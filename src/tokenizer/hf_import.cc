@@ -1,5 +1,6 @@
 #include "tokenizer/hf_import.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "tokenizer/added_tokens.h"
@@ -211,6 +212,10 @@ class Importer {
   std::vector<uint8_t> attrs_;
   std::vector<int32_t> merges_;
   int32_t bos_ = -1, eos_ = -1, unk_ = -1;
+  // The tables above are indexed by id, so ids stay below the number of
+  // entries the file lists (vocab plus added_tokens): a file cannot size
+  // them beyond what it holds.
+  int64_t id_limit_ = 0;
 };
 
 int32_t Importer::FindToken(const std::string& content) const {
@@ -251,9 +256,11 @@ Status Importer::ReadModel(const Json& model) {
   vocab_.reserve(vocab->size());
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() >= kMaxVocab) {
-      return Errorf(StatusCode::kInvalidArgument, "tokenizer.json vocab entry '%s' has a bad id",
-                    it.key().c_str());
+        it.value().get<int64_t>() >= id_limit_) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "tokenizer.json vocab entry '%s' has a bad id (ids run from 0 to %lld, one "
+                    "per vocab and added_tokens entry)",
+                    it.key().c_str(), static_cast<long long>(id_limit_ - 1));
     }
     const int32_t id = static_cast<int32_t>(it.value().get<int64_t>());
     vocab_[it.key()] = id;
@@ -290,9 +297,11 @@ Status Importer::ReadAddedTokens(const Json& root, const Json& config) {
     POCKET_RETURN_IF_ERROR(GetOptBool(a, "rstrip", &rstrip, "added_tokens entry"));
     POCKET_RETURN_IF_ERROR(GetOptBool(a, "normalized", &normalized, "added_tokens entry"));
     POCKET_RETURN_IF_ERROR(GetOptBool(a, "single_word", &single, "added_tokens entry"));
-    if (id < 0 || id >= kMaxVocab || content.empty()) {
-      return Errorf(StatusCode::kInvalidArgument, "added token '%s' has a bad id or is empty",
-                    content.c_str());
+    if (id < 0 || id >= id_limit_ || content.empty()) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "added token '%s' has a bad id or is empty (ids run from 0 to %lld, one per "
+                    "vocab and added_tokens entry)",
+                    content.c_str(), static_cast<long long>(id_limit_ - 1));
     }
     // tokenizer_config.json has the last word on which tokens are special.
     const Json* cfg = decoder_cfg != nullptr && decoder_cfg->is_object()
@@ -403,6 +412,11 @@ Status Importer::Run(std::string_view json_text, std::string_view config_text, B
   if (p_.spm && !p_.regex.empty()) {
     return Status(StatusCode::kUnsupported, "SentencePiece-style BPE with a Split pre-tokenizer");
   }
+  const Json* vocab = FindMember(*model, "vocab");
+  const Json* added = FindMember(root, "added_tokens");
+  id_limit_ = std::min<int64_t>(
+      kMaxVocab, static_cast<int64_t>((vocab != nullptr ? vocab->size() : 0) +
+                                      (added != nullptr && added->is_array() ? added->size() : 0)));
   POCKET_RETURN_IF_ERROR(ReadModel(*model));
   POCKET_RETURN_IF_ERROR(ReadAddedTokens(root, config));
   POCKET_RETURN_IF_ERROR(ReadMerges(*model));
