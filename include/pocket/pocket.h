@@ -102,7 +102,7 @@ void pocket_set_cpu_matrix_extension(int32_t allow);
 
 typedef struct pocket_model_options {
   uint32_t struct_size;
-  int32_t threads;     /* compute threads; 0 = one per fast physical core */
+  int32_t threads;     /* compute threads, at most 1024; 0 = one per fast physical core */
   const char* backend; /* "cpu" (default when NULL) */
   /* Since API version 3. How the CPU multiplies q4/q8 weights:
    * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/thread_pool.h"
 #include "runtime/devices.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -225,8 +226,11 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
   }
   pocket::ModelOptions opts;
   if (options != nullptr) {
-    if (options->threads < 0) {
-      return Fail(POCKET_INVALID_ARGUMENT, "pocket_model_options.threads must be >= 0");
+    if (options->threads < 0 || static_cast<size_t>(options->threads) > pocket::cpu::kMaxThreads) {
+      return Fail(pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                                 "pocket_model_options.threads must be in [0, %zu] (0 = one per "
+                                 "fast core), got %d",
+                                 pocket::cpu::kMaxThreads, options->threads));
     }
     opts.threads = options->threads;
     if (options->backend != nullptr) opts.backend = options->backend;

@@ -74,8 +74,9 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
                   "backend '%s' is not built into this library; available: %s",
                   options.backend.c_str(), available);
   }
-  if (options.threads < 0) {
-    return Errorf(StatusCode::kInvalidArgument, "threads must be >= 0 (0 = one per fast core), got %d",
+  if (options.threads < 0 || static_cast<size_t>(options.threads) > cpu::kMaxThreads) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "threads must be in [0, %zu] (0 = one per fast core), got %d", cpu::kMaxThreads,
                   options.threads);
   }
   std::unique_ptr<Model> model(new Model());

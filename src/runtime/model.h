@@ -30,6 +30,8 @@ class OpenClModel;  // runtime/opencl_executor.h
 struct ModelOptions {
   // Compute threads; 0 = one per physical core of the CPU's fast group (the
   // big cores of a phone, one thread per SMT core; backends/cpu/core_plan.h).
+  // At most cpu::kMaxThreads; where the system refuses threads, the model
+  // computes on those it got and logs a warning (threads() tells how many).
   int threads = 0;
   // "cpu", or "opencl" in builds with the OpenCL backend (POCKET_OPENCL):
   // weights are uploaded to the device at load and sessions compute there.

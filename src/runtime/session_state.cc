@@ -2,13 +2,16 @@
 // docs/memory.md. Every field is little-endian; the reader checks each one
 // before using it and the whole file's CRC32C before changing anything.
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/cpu/ops.h"
 #include "runtime/session.h"
 #include "util/crc32c.h"
 #include "util/file_io.h"
+#include "util/mapped_file.h"
 
 namespace pocket {
 
@@ -64,7 +67,7 @@ void Put(std::string* out, T value) {
 // Reads fields in order from untrusted bytes; Take fails past the end.
 class Reader {
  public:
-  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
   template <typename T>
   bool Take(T* value) {
     if (bytes_.size() - at_ < sizeof(T)) return false;
@@ -77,7 +80,7 @@ class Reader {
   void Skip(size_t n) { at_ += n; }
 
  private:
-  const std::string& bytes_;
+  std::string_view bytes_;
   size_t at_ = 0;
 };
 
@@ -101,8 +104,7 @@ std::string Header(const Model& model, cpu::KvType type) {
 }
 
 // The largest state a session of `model` can save: the whole context in
-// f32, the widest KV type. It bounds Load's read, which of a device such as
-// /dev/zero would otherwise go on until memory runs out.
+// f32, the widest KV type. Load refuses larger files before reading them.
 uint64_t MaxStateBytes(const Model& model) {
   const Plan& plan = model.plan();
   uint64_t row_bytes = 0;
@@ -146,9 +148,13 @@ Status Session::Save(const std::string& path) const {
 
 Status Session::Load(const std::string& path) {
   POCKET_RETURN_IF_ERROR(CheckStateFilesSupported());
+  // Mapped rather than read: a state holds a whole KV cache, and where the
+  // address space cannot take it, the mapping fails with a status while a
+  // heap copy would throw out of the library.
   POCKET_ASSIGN_OR_RETURN(
-      const std::string bytes,
-      ReadRegularFile(path, "session state file saved with this model", MaxStateBytes(*model_)));
+      std::unique_ptr<MappedFile> file,
+      MappedFile::Open(path, "session state file saved with this model", MaxStateBytes(*model_)));
+  const std::string_view bytes(reinterpret_cast<const char*>(file->data()), file->size());
   auto corrupt = [&](const char* what) {
     return Errorf(StatusCode::kCorruptFile, "%s: not a valid Pocket session state: %s",
                   path.c_str(), what);

@@ -39,18 +39,26 @@ Status CheckRegular(const std::string& path, mode_t mode, const char* what) {
 
 }  // namespace
 
-StatusOr<RegularFile> RegularFile::Open(const std::string& path, const char* what) {
+StatusOr<RegularFile> RegularFile::Open(const std::string& path, const char* what,
+                                        uint64_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return OsError("open", path, errno);
   RegularFile file(path, fd, 0);
   struct stat st;
   if (::fstat(fd, &st) != 0) return OsError("stat", path, errno);
   POCKET_RETURN_IF_ERROR(CheckRegular(path, st.st_mode, what));
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "'%s' is %llu bytes, larger than any %s (at most %llu bytes); check the path",
+                  path.c_str(), static_cast<unsigned long long>(size), what,
+                  static_cast<unsigned long long>(max_bytes));
+  }
   // Reads of a regular file block whatever the flag says, except on file
   // systems with mandatory locks, where they would fail with EAGAIN.
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  file.size_ = static_cast<uint64_t>(st.st_size);
+  file.size_ = size;
   return file;
 }
 
@@ -84,13 +92,7 @@ StatusOr<size_t> RegularFile::Read(void* buf, size_t n) {
 
 StatusOr<std::string> ReadRegularFile(const std::string& path, const char* what,
                                       uint64_t max_bytes) {
-  POCKET_ASSIGN_OR_RETURN(RegularFile file, RegularFile::Open(path, what));
-  if (file.size() > max_bytes) {
-    return Errorf(StatusCode::kInvalidArgument,
-                  "'%s' is %llu bytes, larger than any %s (at most %llu bytes); check the path",
-                  path.c_str(), static_cast<unsigned long long>(file.size()), what,
-                  static_cast<unsigned long long>(max_bytes));
-  }
+  POCKET_ASSIGN_OR_RETURN(RegularFile file, RegularFile::Open(path, what, max_bytes));
   // The size at open bounds the read: a file that grows meanwhile is read
   // as it was.
   std::string out(static_cast<size_t>(file.size()), '\0');

@@ -22,9 +22,11 @@ class RegularFile {
  public:
   // Opens `path` without blocking (O_NONBLOCK: open() of a FIFO would
   // otherwise wait for a writer) and refuses anything but a regular file
-  // (symbolic links are followed). `what` names the file in messages, as
-  // in "give the path of a <what>": "session state file".
-  static StatusOr<RegularFile> Open(const std::string& path, const char* what);
+  // (symbolic links are followed), and one larger than `max_bytes`, the
+  // most a `what` can be. `what` names the file in messages, as in "give
+  // the path of a <what>": "session state file".
+  static StatusOr<RegularFile> Open(const std::string& path, const char* what,
+                                    uint64_t max_bytes = UINT64_MAX);
 
   RegularFile(RegularFile&& other) noexcept;
   RegularFile& operator=(RegularFile&& other) noexcept;
@@ -47,8 +49,8 @@ class RegularFile {
   uint64_t size_ = 0;
 };
 
-// The whole of the regular file at `path`, refused (before anything is read)
-// when it is larger than `max_bytes`, the most a `what` can be.
+// The whole of the regular file at `path` (RegularFile::Open), refused
+// before anything is read when it is larger than `max_bytes`.
 StatusOr<std::string> ReadRegularFile(const std::string& path, const char* what,
                                       uint64_t max_bytes);
 

@@ -11,8 +11,9 @@
 
 namespace pocket {
 
-StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path, const char* what) {
-  POCKET_ASSIGN_OR_RETURN(RegularFile file, RegularFile::Open(path, what));
+StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path, const char* what,
+                                                       uint64_t max_bytes) {
+  POCKET_ASSIGN_OR_RETURN(RegularFile file, RegularFile::Open(path, what, max_bytes));
   if (file.size() == 0) {
     return Errorf(StatusCode::kCorruptFile, "'%s' is empty (0 bytes)", path.c_str());
   }

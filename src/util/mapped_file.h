@@ -17,10 +17,12 @@ class MappedFile {
  public:
   // Errors (IoError / NotFound / InvalidArgument) name the path and the OS
   // reason: a missing file, a directory or other file that is not regular
-  // (RegularFile::Open, which `what` is passed to), an empty file, a failed
-  // mmap.
+  // or one larger than `max_bytes` (RegularFile::Open, which `what` and
+  // `max_bytes` are passed to), an empty file, a failed mmap (an address
+  // space limit reached fails here, as a status).
   static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path,
-                                                    const char* what = "file");
+                                                    const char* what = "file",
+                                                    uint64_t max_bytes = UINT64_MAX);
   ~MappedFile();
 
   MappedFile(const MappedFile&) = delete;

@@ -17,11 +17,15 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "testing/limited_child.h"
+#include "util/log.h"
 
 namespace pocket::cpu {
 namespace {
@@ -347,6 +351,33 @@ TEST(ThreadPoolTest, PinnedWorkerRunsOnItsCore) {
   EXPECT_TRUE(CPU_ISSET(cpu, &worker));
 }
 #endif
+
+// Where the system refuses a thread (here a limit of 16 processes and
+// threads for the user, as on a phone or in a container), the pool runs on
+// the threads it got, says so through the log callback, and still runs
+// every task; creating workers never aborts the process.
+TEST(ThreadPoolTest, RefusedThreadsFallBackToTheThreadsCreated) {
+  testing::ChildLimits limits;
+  limits.nproc = 16;
+  const testing::ChildResult r = testing::RunLimitedChild(limits, [](int out_fd) {
+    std::string log;
+    SetLogCallback([&log](LogLevel, const std::string& message) { log += message; });
+    ThreadPool pool(ThreadPoolOptions{200, false});
+    std::vector<std::atomic<int>> hits(1000);
+    pool.ParallelFor(hits.size(), [&](size_t task, size_t) { hits[task].fetch_add(1); });
+    const bool all_ran = std::all_of(hits.begin(), hits.end(), [](auto& h) { return h == 1; });
+    const std::string report = std::to_string(pool.NumThreads()) + " threads; " + log;
+    (void)!::write(out_fd, report.data(), report.size());
+    return pool.NumThreads() >= 1 && pool.NumThreads() < 200 && all_ran ? 0 : 1;
+  });
+  if (r.exit_code == testing::kChildSetupFailed) {
+    GTEST_SKIP() << "cannot lower RLIMIT_NPROC or drop to an unprivileged user here";
+  }
+  ASSERT_TRUE(r.exited) << "signal " << r.signal << ": " << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("threads instead of 200: the system refused thread"), std::string::npos)
+      << r.output;
+}
 
 }  // namespace
 }  // namespace pocket::cpu

@@ -1,8 +1,12 @@
 // `pocket`: one executable, git-style subcommands (docs/cli.md).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <string>
 
 #include "tools/pocket/commands.h"
+#include "util/log.h"
 
 namespace {
 
@@ -26,6 +30,28 @@ constexpr Command kCommands[] = {
     {"perplexity", pocket::cli::CmdPerplexity, "perplexity of a text file"},
 };
 
+// The library reports what it cannot do as a Status; an allocation that
+// fails anyway (a process memory limit, ulimit -v, reached by a small one)
+// ends the command with exit 1 and this message instead of an abort.
+void OutOfMemory() {
+  std::fflush(stdout);  // what was generated so far
+  std::fputs(
+      "pocket: out of memory: an allocation failed (a process memory limit such as "
+      "ulimit -v, or the system's memory is used up); raise the limit, or use a smaller "
+      "model or a lower --budget\n",
+      stderr);
+  std::_Exit(pocket::cli::kExitError);
+}
+
+// Library warnings (such as computing on fewer threads than -t asked for,
+// where the system refuses threads) go to stderr.
+void PrintLog(pocket::LogLevel level, const std::string& message) {
+  if (level >= pocket::LogLevel::kWarning) {
+    std::fprintf(stderr, "pocket: %s: %s\n",
+                 level == pocket::LogLevel::kError ? "error" : "warning", message.c_str());
+  }
+}
+
 void PrintUsage(FILE* f) {
   std::fprintf(f, "usage: pocket <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(f, "  %-11s %s\n", c.name, c.help);
@@ -35,6 +61,8 @@ void PrintUsage(FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_new_handler(OutOfMemory);
+  pocket::SetLogCallback(PrintLog);
   if (argc < 2) {
     PrintUsage(stderr);
     return pocket::cli::kExitUsage;

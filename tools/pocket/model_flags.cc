@@ -5,6 +5,7 @@
 #include <random>
 
 #include "backends/cpu/kernel_target.h"
+#include "backends/cpu/thread_pool.h"
 #include "tools/pocket/commands.h"
 
 namespace pocket::cli {
@@ -81,9 +82,9 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
     std::fprintf(stderr, "error: %s\n", args.error().c_str());
     return kExitUsage;
   }
-  if (threads < 0 || threads > 1024) {
-    std::fprintf(stderr, "error: -t must be in [0, 1024] (0 = one per fast core), got %lld\n",
-                 static_cast<long long>(threads));
+  if (threads < 0 || static_cast<uint64_t>(threads) > cpu::kMaxThreads) {
+    std::fprintf(stderr, "error: -t must be in [0, %zu] (0 = one per fast core), got %lld\n",
+                 cpu::kMaxThreads, static_cast<long long>(threads));
     return kExitUsage;
   }
   if (budget < 0 || budget > (int64_t{1} << 40)) {

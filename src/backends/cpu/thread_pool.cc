@@ -2,14 +2,17 @@
 
 #include "backends/cpu/core_plan.h"
 
-#include <algorithm>
-#include <chrono>
-#include <memory>
-
-#if defined(__linux__)
 #include <pthread.h>
+#if defined(__linux__)
 #include <sched.h>
 #endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "util/log.h"
 
 namespace pocket::cpu {
 namespace {
@@ -55,14 +58,14 @@ bool SpinUntil(const Pred& done) {
   }
 }
 
-void PinToCpu(std::thread& thread, int cpu) {
+void PinToCpu(pthread_t thread, int cpu) {
 #if defined(__linux__)
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   // Failure (the cpuset changed since the plan) only loses the pinning,
   // never correctness.
-  (void)pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set);
+  (void)pthread_setaffinity_np(thread, sizeof(set), &set);
 #else
   (void)thread;
   (void)cpu;
@@ -190,13 +193,29 @@ constexpr size_t kStackRangeThreads = 16;
 ThreadPool::ThreadPool(const ThreadPoolOptions& options) {
   CorePlan plan;
   if (options.num_threads == 0 || options.pin_threads) plan = ThisProcessCorePlan();
-  num_threads_ = options.num_threads != 0 ? options.num_threads : plan.default_threads;
-  slots_ = std::vector<Slot>(num_threads_);
-  workers_.reserve(num_threads_ - 1);
-  for (size_t t = 1; t < num_threads_; ++t) {
-    workers_.emplace_back([this, t] { WorkerLoop(t); });
+  const size_t wanted =
+      std::min(options.num_threads != 0 ? options.num_threads : plan.default_threads, kMaxThreads);
+  num_threads_ = wanted;
+  slots_ = std::vector<Slot>(wanted);
+  starts_ = std::vector<WorkerStart>(wanted);
+  workers_.reserve(wanted - 1);
+  for (size_t t = 1; t < wanted; ++t) {
+    starts_[t] = WorkerStart{this, t};
+    pthread_t thread;
+    const int err = pthread_create(&thread, nullptr, &ThreadPool::WorkerMain, &starts_[t]);
+    if (err != 0) {
+      // No job has run yet, so the workers started so far see the smaller
+      // count when the first one is posted.
+      num_threads_ = t;
+      Log(LogLevel::kWarning,
+          "computing on %zu threads instead of %zu: the system refused thread %zu (%s); "
+          "a process or container thread limit (ulimit -u) may be reached",
+          num_threads_, wanted, t + 1, std::strerror(err));
+      break;
+    }
+    workers_.push_back(thread);
     if (options.pin_threads && !plan.order.empty()) {
-      PinToCpu(workers_.back(), plan.order[t % plan.order.size()]);
+      PinToCpu(thread, plan.order[t % plan.order.size()]);
     }
   }
 }
@@ -207,7 +226,13 @@ ThreadPool::~ThreadPool() {
     job_.stop.store(true);
   }
   wake_.notify_all();
-  for (std::thread& w : workers_) w.join();
+  for (pthread_t w : workers_) pthread_join(w, nullptr);
+}
+
+void* ThreadPool::WorkerMain(void* start) {
+  const WorkerStart& s = *static_cast<const WorkerStart*>(start);
+  s.pool->WorkerLoop(s.thread);
+  return nullptr;
 }
 
 // Thread t's range of a job is [n t / T, n (t + 1) / T); its claim word

@@ -15,6 +15,8 @@
 // jobs and a worker that wakes late for a finished job finds nothing to run.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -27,9 +29,16 @@
 
 namespace pocket::cpu {
 
+// The most threads a pool runs, far above the cores of any phone or laptop;
+// the options that set the count (ModelOptions::threads, -t) refuse more.
+constexpr size_t kMaxThreads = 1024;
+
 struct ThreadPoolOptions {
   // Total threads including the caller; 0 = ThisProcessCorePlan()'s
-  // default, one per physical core of the fast group (core_plan.h).
+  // default, one per physical core of the fast group (core_plan.h). At most
+  // kMaxThreads. Where the system refuses a thread (a process or container
+  // thread limit), the pool runs on the threads it got and says so through
+  // the log callback (util/log.h); NumThreads() tells how many.
   size_t num_threads = 0;
   // Pin worker i to the plan's i-th CPU (order[i % size]; Linux and
   // Android only). The caller, thread 0, is left where the OS puts it, so
@@ -99,6 +108,12 @@ class ThreadPool {
   // `finished` it has already run.
   void RunShare(size_t thread, uint64_t tag, size_t num_tasks, size_t finished);
   void WorkerLoop(size_t thread);
+  // What worker `thread` starts from: pthread_create passes one pointer.
+  struct WorkerStart {
+    ThreadPool* pool;
+    size_t thread;
+  };
+  static void* WorkerMain(void* start);
 
   // What one thread writes: claims on its range of the current job (others
   // write here only to take what it left) and how many tasks it finished.
@@ -114,7 +129,10 @@ class ThreadPool {
   };
 
   size_t num_threads_;
-  std::vector<std::thread> workers_;
+  // Created with pthread_create, which reports a refused thread, where
+  // std::thread would throw (and, built without exceptions, abort).
+  std::vector<pthread_t> workers_;
+  std::vector<WorkerStart> starts_;  // one per thread; [0] unused
   std::vector<Slot> slots_;  // one per thread
 
   // The current job, written by the caller only. Idle workers poll `word`
