@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 6
+#define POCKET_API_VERSION 7
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -173,6 +173,14 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
 /* Called while a call on the session is in progress (from its callback or
  * another thread), frees the session when that call returns. */
 void pocket_session_free(pocket_session* session);
+/* Since API version 7. Asks the generate or chat call running on the session
+ * (on another thread, or from its callback) to stop: it returns
+ * POCKET_CANCELLED (stop reason POCKET_STOP_CANCELLED) after the token it is
+ * computing, or once its prompt's prefill ends, and the session holds every
+ * token generated so far, ready for the next call. With no such call running
+ * it does nothing: a later call is not cancelled. Safe from any thread while
+ * the session exists; POCKET_INVALID_ARGUMENT for NULL. */
+pocket_status pocket_session_cancel(pocket_session* session);
 /* Forgets the conversation (KV cache and position). */
 pocket_status pocket_session_reset(pocket_session* session);
 /* Tokens held in the session's KV cache; -1 while the session is in another

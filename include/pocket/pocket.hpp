@@ -148,6 +148,9 @@ class Session {
   ~Session() { pocket_session_free(s_); }
 
   Status Reset() { return Status(pocket_session_reset(s_)); }
+  // From any thread: the Generate or Chat in progress stops after its
+  // current token with POCKET_CANCELLED (pocket_session_cancel).
+  Status Cancel() { return Status(pocket_session_cancel(s_)); }
   int32_t position() const { return pocket_session_position(s_); }
 
   // Bytes held by category, the budget and the tokens it allows.

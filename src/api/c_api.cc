@@ -36,6 +36,10 @@ struct pocket_session {
   mutable std::atomic<int> state{kIdle};
   // The API function holding the session, for the POCKET_BUSY message.
   mutable std::atomic<const char*> busy_in{nullptr};
+  // Set by pocket_session_cancel (and a deferred free) from any thread;
+  // generate and chat clear it as they start and stop at the next token
+  // once it is set.
+  std::atomic<bool> cancel{false};
 };
 
 namespace {
@@ -376,10 +380,10 @@ void pocket_session_free(pocket_session* session) {
     }
     // A call holds the session (or was asked to free it already): it frees
     // the session when it ends, unless it ended just now, then try again.
-    if (state == pocket_session::kFreeRequested ||
-        session->state.compare_exchange_strong(state, pocket_session::kFreeRequested)) {
-      return;
-    }
+    // A generation stops at its next token.
+    if (state == pocket_session::kFreeRequested) return;
+    session->cancel.store(true);
+    if (session->state.compare_exchange_strong(state, pocket_session::kFreeRequested)) return;
   }
 }
 
@@ -387,6 +391,14 @@ pocket_status pocket_session_reset(pocket_session* session) {
   const SessionCall call(session, "pocket_session_reset");
   if (!call.ok()) return Fail(call.status());
   session->session->Reset();
+  return Ok();
+}
+
+pocket_status pocket_session_cancel(pocket_session* session) {
+  if (session == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_cancel: session is NULL");
+  }
+  session->cancel.store(true);
   return Ok();
 }
 
@@ -491,6 +503,8 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
   pocket::GenerateOptions options;
   if (s.ok()) s = ToGenerateOptions(sampling, &options);
   if (s.ok()) {
+    session->cancel.store(false);
+    options.cancel = &session->cancel;
     s = pocket::Generate(session->session.get(), prompt, options,
                          WrapCallback(session, callback, user_data), &r);
   }
@@ -518,6 +532,8 @@ pocket_status pocket_chat(pocket_session* session, const pocket_message* message
   pocket::GenerateOptions options;
   if (s.ok()) s = ToGenerateOptions(sampling, &options);
   if (s.ok()) {
+    session->cancel.store(false);
+    options.cancel = &session->cancel;
     pocket::ChatOptions chat;
     chat.enable_thinking = enable_thinking != 0;
     s = pocket::GenerateChat(session->session.get(), msgs, chat, options,

@@ -87,15 +87,23 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
   std::vector<int32_t> history = session->tokens();
   StopStringFilter filter(opt.stop_strings);
   bool cancelled = false;
+  const char* cancelled_by = "the callback";
   auto emit = [&](const std::string& text, int32_t id) {
     if (text.empty() || cancelled) return;
     result->text += text;
     if (*run->on_text && !(*run->on_text)(text, id)) cancelled = true;
   };
+  auto cancel_requested = [&] {
+    if (opt.cancel == nullptr || !opt.cancel->load(std::memory_order_relaxed)) return false;
+    cancelled_by = "a cancel request";
+    return true;
+  };
 
   t0 = std::chrono::steady_clock::now();
   int32_t last = -1;
-  while (true) {
+  cancelled = cancel_requested();  // during the prefill
+  if (cancelled) result->stop = "cancelled";
+  while (!cancelled) {
     if (static_cast<int32_t>(result->ids.size()) >= max_new) {
       result->stop = "length";
       break;
@@ -109,6 +117,7 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     result->ids.push_back(last);
     history.push_back(last);
     emit(filter.Push(decoder.Push(last)), last);
+    if (!cancelled) cancelled = cancel_requested();
     if (cancelled) {
       result->stop = "cancelled";
       break;
@@ -149,10 +158,8 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     cont->pending = {result->ids.back()};  // every exit above precedes its Eval
   }
   result->decode_seconds = Seconds(t0);
-  return cancelled ? Errorf(StatusCode::kCancelled,
-                            "generation cancelled by the callback after "
-                            "%zu tokens",
-                            result->ids.size())
+  return cancelled ? Errorf(StatusCode::kCancelled, "generation cancelled by %s after %zu tokens",
+                            cancelled_by, result->ids.size())
                    : Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 // the cache, so the next turn's text is exactly what the template appends.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,6 +31,10 @@ struct GenerateOptions {
   int32_t max_new_tokens = -1;  // -1 = the model's generation default
   bool ignore_eos = false;      // do not stop on eos / stop_token_ids
   std::vector<std::string> stop_strings;
+  // Set from any thread to stop the call at its next token boundary, as a
+  // callback returning false does (null: nothing to watch). The prompt's
+  // prefill runs to its end first, so the session holds whole tokens.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerateResult {
