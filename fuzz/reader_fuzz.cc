@@ -28,8 +28,8 @@
 
 #include "format/model_config.h"
 #include "format/reader.h"
-#include "stories_model.h"
 #include "runtime/plan.h"
+#include "stories_model.h"
 #include "util/crc32c.h"
 
 namespace {
@@ -107,10 +107,9 @@ std::vector<uint8_t> WithSections(const std::string_view* config, const std::str
   std::memcpy(table.data(), seed.data() + h.table_offset, table.size() * sizeof(SectionEntry));
   std::vector<uint8_t> out(seed.begin(), seed.begin() + static_cast<ptrdiff_t>(h.table_offset));
   for (SectionEntry& e : table) {
-    const std::string_view* text = e.kind == static_cast<uint32_t>(SectionKind::kConfig) ? config
-                                   : e.kind == static_cast<uint32_t>(SectionKind::kGraph)
-                                       ? graph
-                                       : nullptr;
+    const std::string_view* text = nullptr;
+    if (e.kind == static_cast<uint32_t>(SectionKind::kConfig)) text = config;
+    if (e.kind == static_cast<uint32_t>(SectionKind::kGraph)) text = graph;
     if (text == nullptr) continue;
     AlignTo8(&out);
     e.offset = out.size();

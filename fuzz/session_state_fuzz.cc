@@ -55,8 +55,8 @@ struct Fixture {
   std::string input_path = pocket::fuzz::TempPath("input.state");
   std::string check_path = pocket::fuzz::TempPath("check.state");
   std::string saved_path = pocket::fuzz::TempPath("saved.state");
-  std::string saved;   // the session's state before every input
-  size_t header = 0;   // bytes of the state's header for this model
+  std::string saved;  // the session's state before every input
+  size_t header = 0;  // bytes of the state's header for this model
 
   Fixture() {
     pocket::ModelOptions model_options;

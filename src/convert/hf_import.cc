@@ -73,8 +73,8 @@ Status ReadIdList(const Json& obj, const char* key, const char* where, std::vect
   }
   for (int64_t id : ids) {
     if (id < 0 || id > INT32_MAX) {
-      return Errorf(StatusCode::kInvalidArgument, "%s: '%s' holds %lld, not a token id", where,
-                    key, static_cast<long long>(id));
+      return Errorf(StatusCode::kInvalidArgument, "%s: '%s' holds %lld, not a token id", where, key,
+                    static_cast<long long>(id));
     }
     out->push_back(static_cast<int32_t>(id));
   }

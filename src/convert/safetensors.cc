@@ -117,10 +117,9 @@ Status SafetensorsFile::CheckNoOverlap(uint64_t data_start) const {
   for (const auto& [name, t] : tensors_) {
     if (t.nbytes != 0) by_offset.push_back(&t);
   }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const SafetensorsTensor* a, const SafetensorsTensor* b) {
-              return a->offset < b->offset;
-            });
+  std::sort(
+      by_offset.begin(), by_offset.end(),
+      [](const SafetensorsTensor* a, const SafetensorsTensor* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const SafetensorsTensor& a = *by_offset[i - 1];
     const SafetensorsTensor& b = *by_offset[i];

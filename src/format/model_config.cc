@@ -36,8 +36,8 @@ Status GetOptFloat(const Json& obj, const char* key, float* out, const char* whe
   double v = *out;
   POCKET_RETURN_IF_ERROR(GetOptDouble(obj, key, &v, where));
   if (!(std::fabs(v) <= FLT_MAX)) {
-    return Errorf(StatusCode::kInvalidArgument, "%s: '%s' = %g is not a finite 32-bit float",
-                  where, key, v);
+    return Errorf(StatusCode::kInvalidArgument, "%s: '%s' = %g is not a finite 32-bit float", where,
+                  key, v);
   }
   *out = static_cast<float>(v);
   return Status::Ok();

@@ -417,7 +417,8 @@ class Planner {
         if (step.head_dim % 2 != 0) {
           return Fail(StatusCode::kCorruptFile, "head_dim %zu must be even", step.head_dim);
         }
-        POCKET_RETURN_IF_ERROR(Float(node, "theta", config_.rope_theta, RopeThetaError, &step.theta));
+        POCKET_RETURN_IF_ERROR(
+            Float(node, "theta", config_.rope_theta, RopeThetaError, &step.theta));
         std::string style = config_.rope_style == RopeStyle::kNeox ? "neox" : "interleaved";
         POCKET_RETURN_IF_ERROR(GetOptString(node, "style", &style, where_.c_str()));
         if (style == "neox") {

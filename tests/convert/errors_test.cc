@@ -247,17 +247,17 @@ TEST(ConvertErrors, TokenIdsBeyond32Bits) {
 
 TEST(ConvertErrors, OverlappingSafetensorsTensors) {
   const std::string dir = MakeTempDir("st");
-  const std::string header =
-      R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},)"
-      R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})";
+  const std::string header = R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},)"
+                             R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})";
   std::string bytes(8, '\0');
   bytes[0] = static_cast<char>(header.size());
   WriteFile(dir + "/c.safetensors", bytes + header + std::string(16, '\0'));
   auto f = SafetensorsFile::Open(dir + "/c.safetensors");
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kCorruptFile);
-  ExpectErrorMentions(f.status(), {"c.safetensors", "tensors 'a' (data_offsets [0, 16]) and 'b' "
-                                                    "(data_offsets [8, 16]) overlap"});
+  ExpectErrorMentions(f.status(), {"c.safetensors",
+                                   "tensors 'a' (data_offsets [0, 16]) and 'b' "
+                                   "(data_offsets [8, 16]) overlap"});
 }
 
 TEST(ConvertErrors, Llama2cFileOfTheWrongSize) {

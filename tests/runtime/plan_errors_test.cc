@@ -294,8 +294,8 @@ TEST_F(PlanErrorsTest, BadGenerationDefaultsNameTheField) {
     }
     const Status s = Load();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.key;
-    EXPECT_NE(s.message().find(StringPrintf("model config 'generation': '%s' = %g %s", c.key,
-                                            c.value, c.rule)),
+    EXPECT_NE(s.message().find(
+                  StringPrintf("model config 'generation': '%s' = %g %s", c.key, c.value, c.rule)),
               std::string::npos)
         << s.message();
   }
