@@ -80,9 +80,13 @@ struct Plan {
   std::vector<std::pair<uint64_t, uint64_t>> weight_ranges;
 };
 
-// Parses and validates `graph_json`. Errors are CorruptFile (malformed or
-// inconsistent graph, missing tensors) or Unsupported (an op this build does
-// not know) and name the node index, its op and the tensor or value.
+// Parses and validates `graph_json` against the file and the config: its
+// size (counted before it is expanded) against the tensor directory, its
+// attention nodes against config.n_layers, and every node's inputs and
+// attributes. Errors are CorruptFile (malformed or inconsistent graph,
+// missing tensors, attributes out of range) or Unsupported (an op this
+// build does not know) and name the node index, its op and the tensor,
+// value or attribute.
 StatusOr<Plan> BuildPlan(std::string_view graph_json, const PocketFile& file,
                          const ModelConfig& config);
 
