@@ -108,16 +108,17 @@ void KvCache::Drop(size_t begin, size_t count, size_t n_tokens,
   Truncate(n_tokens - count);
 }
 
-void KvCache::Write(size_t n_tokens, std::string* out) const {
-  const size_t start = out->size();
-  out->resize(start + SerializedBytes(n_tokens));
-  uint8_t* dst = reinterpret_cast<uint8_t*>(&(*out)[start]);
+void KvCache::Write(size_t n_tokens, const ByteSink& sink) const {
+  std::vector<uint8_t> bytes;
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
     const cpu::KvView view = View(static_cast<int>(l));
-    const size_t row = cpu::KvRowBytes(type_, view.row_stride, view.head_dim);
+    bytes.resize(cpu::KvRowBytes(type_, view.row_stride, view.head_dim));
     for (void* const* pages : {view.k_pages, view.v_pages}) {
-      for (size_t t = 0; t < n_tokens; ++t, dst += row) cpu::KvReadRow(view, pages, t, dst);
+      for (size_t t = 0; t < n_tokens; ++t) {
+        cpu::KvReadRow(view, pages, t, bytes.data());
+        sink(bytes.data(), bytes.size());
+      }
     }
   }
 }

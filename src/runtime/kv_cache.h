@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,10 +61,13 @@ class KvCache {
   void Drop(size_t begin, size_t count, size_t n_tokens, const std::vector<cpu::KvRope>& rope);
 
   // Positions [0, n_tokens) as bytes, layer by layer (K rows, then V rows,
-  // each cpu::KvRowBytes long), and back. Validate checks bytes from an
-  // untrusted source (size, every value finite) without touching the cache;
-  // Read needs them validated and Reserve(n_tokens) done.
-  void Write(size_t n_tokens, std::string* out) const;
+  // each cpu::KvRowBytes long), and back. Write hands the bytes to `sink` a
+  // row at a time, so a saved state never needs a copy of the whole cache.
+  // Validate checks bytes from an untrusted source (size, every value
+  // finite) without touching the cache; Read needs them validated and
+  // Reserve(n_tokens) done.
+  using ByteSink = std::function<void(const uint8_t* data, size_t size)>;
+  void Write(size_t n_tokens, const ByteSink& sink) const;
   Status Validate(size_t n_tokens, const uint8_t* data, size_t size) const;
   void Read(size_t n_tokens, const uint8_t* data);
   // Bytes Write produces for n_tokens.

@@ -134,16 +134,25 @@ Status Session::CheckStateFilesSupported() const {
 
 Status Session::Save(const std::string& path) const {
   POCKET_RETURN_IF_ERROR(CheckStateFilesSupported());
-  std::string out = Header(*model_, options_.kv_type);
+  std::string head = Header(*model_, options_.kv_type);
   const std::vector<int32_t>& pending = continuation_.pending;
-  Put(&out, static_cast<uint64_t>(tokens_.size()));
-  Put(&out, static_cast<uint64_t>(pending.size()));
-  for (int32_t t : tokens_) Put(&out, t);
-  for (int32_t t : pending) Put(&out, t);
-  kv_.Write(tokens_.size(), &out);
-  Put(&out, Crc32c(0, out.data(), out.size()));
-
-  return WriteFileAtomically(path, "session state file", out);
+  Put(&head, static_cast<uint64_t>(tokens_.size()));
+  Put(&head, static_cast<uint64_t>(pending.size()));
+  for (int32_t t : tokens_) Put(&head, t);
+  for (int32_t t : pending) Put(&head, t);
+  // The KV rows go to the file as they are read from the cache: a copy of
+  // the whole state could be larger than the memory left.
+  AtomicFileWriter file;
+  POCKET_RETURN_IF_ERROR(file.Open(path, "session state file"));
+  uint32_t crc = 0;
+  const auto write = [&](const void* data, size_t size) {
+    crc = Crc32c(crc, data, size);
+    file.Write(data, size);
+  };
+  write(head.data(), head.size());
+  kv_.Write(tokens_.size(), write);
+  file.Write(&crc, sizeof(crc));
+  return file.Commit();
 }
 
 Status Session::Load(const std::string& path) {

@@ -198,11 +198,4 @@ Status AtomicFileWriter::Commit() {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(const std::string& path, const char* what, std::string_view bytes) {
-  AtomicFileWriter out;
-  POCKET_RETURN_IF_ERROR(out.Open(path, what));
-  out.Write(bytes.data(), bytes.size());
-  return out.Commit();
-}
-
 }  // namespace pocket

@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <utility>
 
 #include "util/status.h"
@@ -91,8 +90,5 @@ class AtomicFileWriter {
   int fd_ = -1;
   int err_ = 0;
 };
-
-// AtomicFileWriter in one call.
-Status WriteFileAtomically(const std::string& path, const char* what, std::string_view bytes);
 
 }  // namespace pocket

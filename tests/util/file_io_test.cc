@@ -42,6 +42,13 @@ bool IsFifo(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
+Status WriteWhole(const std::string& path, const char* what, const std::string& bytes) {
+  AtomicFileWriter out;
+  POCKET_RETURN_IF_ERROR(out.Open(path, what));
+  out.Write(bytes.data(), bytes.size());
+  return out.Commit();
+}
+
 TEST(FileIo, ReadsARegularFileWhole) {
   const std::string path = testing::MakeTempDir("file_io_read") + "/a.txt";
   std::ofstream(path, std::ios::binary) << "hello pocket";
@@ -98,7 +105,7 @@ TEST(FileIo, MissingFileIsNotFound) {
 TEST(FileIo, WriteReplacesARegularFileAndLeavesNoTemporary) {
   const std::string path = testing::MakeTempDir("file_io_write") + "/out";
   std::ofstream(path, std::ios::binary) << "old contents, longer than the new";
-  ASSERT_TRUE(WriteFileAtomically(path, "session state file", "new").ok());
+  ASSERT_TRUE(WriteWhole(path, "session state file", "new").ok());
   EXPECT_EQ(Slurp(path), "new");
   EXPECT_FALSE(Exists(path + ".tmp"));
 }
@@ -107,7 +114,7 @@ TEST(FileIo, WriteOverAFifoIsRefusedAndLeavesItAFifo) {
   BlockGuard guard;
   const std::string path = testing::MakeTempDir("file_io_wfifo") + "/fifo";
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  Status s = WriteFileAtomically(path, "session state file", "bytes");
+  Status s = WriteWhole(path, "session state file", "bytes");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "'" + path +
                              "' exists and is a FIFO (named pipe); Pocket writes a session state "
@@ -125,7 +132,7 @@ TEST(FileIo, DeviceDestinationIsRefused) {
   EXPECT_NE(s.message().find("'/dev/null' exists and is a character device"), std::string::npos)
       << s.message();
   const std::string dir = testing::MakeTempDir("file_io_wdir");
-  s = WriteFileAtomically(dir, "NumPy .npy file", "bytes");
+  s = WriteWhole(dir, "NumPy .npy file", "bytes");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("exists and is a directory"), std::string::npos) << s.message();
 }
@@ -136,7 +143,7 @@ TEST(FileIo, FifoAtTheTemporaryPathIsRefused) {
   BlockGuard guard;
   const std::string path = testing::MakeTempDir("file_io_tmpfifo") + "/out";
   ASSERT_EQ(::mkfifo((path + ".tmp").c_str(), 0600), 0);
-  Status s = WriteFileAtomically(path, "session state file", "bytes");
+  Status s = WriteWhole(path, "session state file", "bytes");
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find(path + ".tmp"), std::string::npos) << s.message();
   EXPECT_FALSE(Exists(path));
@@ -145,7 +152,7 @@ TEST(FileIo, FifoAtTheTemporaryPathIsRefused) {
 
 TEST(FileIo, WriteIntoAMissingDirectoryNamesThePath) {
   const std::string path = testing::MakeTempDir("file_io_nodir") + "/no/such/out";
-  Status s = WriteFileAtomically(path, "session state file", "bytes");
+  Status s = WriteWhole(path, "session state file", "bytes");
   EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_EQ(s.message(), "cannot create '" + path + ".tmp', the temporary file for '" + path +
                              "': No such file or directory");
