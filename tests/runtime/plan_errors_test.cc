@@ -8,6 +8,7 @@
 
 #include "format/writer.h"
 #include "runtime/model.h"
+#include "testing/run_cli.h"
 #include "tests/runtime/stories_fixture.h"
 #include "util/fp16.h"
 
@@ -299,6 +300,16 @@ TEST_F(PlanErrorsTest, BadGenerationDefaultsNameTheField) {
               std::string::npos)
         << s.message();
   }
+}
+
+TEST_F(PlanErrorsTest, BadGenerationDefaultIsALoadErrorNotAUsageError) {
+  config_["generation"]["temperature"] = -1;
+  ASSERT_FALSE(Load().ok());
+  const testing::CliOutput o = testing::RunCli("run -m '" + out_ + "' -p hi", "", true);
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_NE(o.out.find("model config 'generation': 'temperature' = -1"), std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("--temp"), std::string::npos) << o.out;
 }
 
 TEST_F(PlanErrorsTest, GenerationFloatBeyondF32) {
