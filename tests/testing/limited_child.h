@@ -32,12 +32,15 @@ struct ChildResult {
 
 // Exit code of a child whose limits or user could not be set.
 constexpr int kChildSetupFailed = 120;
+// Exit code of a child whose body let an exception escape (std::bad_alloc
+// thrown through the library, in a C++ host).
+constexpr int kChildThrew = 121;
 
 // Forks; the child sets `limits`, drops to nobody where it runs as root,
-// then calls body(out_fd) and exits with what it returns. Everything the
+// then calls body(out_fd) and exits with what it returns (kChildThrew
+// where it throws, so the child never returns to gtest). Everything the
 // child writes to out_fd comes back in `output`. The body runs in a copy of
-// the test process: it may call the library and exec programs, and must
-// not return to gtest.
+// the test process: it may call the library and exec programs.
 inline ChildResult RunLimitedChild(const ChildLimits& limits,
                                    const std::function<int(int out_fd)>& body) {
   ChildResult result;
@@ -57,7 +60,12 @@ inline ChildResult RunLimitedChild(const ChildLimits& limits,
         (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
       ::_exit(kChildSetupFailed);
     }
-    ::_exit(body(fds[1]));
+    int code = kChildThrew;
+    try {
+      code = body(fds[1]);
+    } catch (...) {
+    }
+    ::_exit(code);
   }
   ::close(fds[1]);
   if (pid < 0) {
