@@ -12,7 +12,7 @@ packages=(build-essential cmake pkg-config git
           libhwy-dev libsentencepiece-dev libeigen3-dev nlohmann-json3-dev
           libpcre2-dev libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-          python3 python3-numpy)
+          python3 python3-numpy openjdk-17-jdk-headless)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
