@@ -1,0 +1,227 @@
+package dev.pocket;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One conversation: the KV cache and the tokens in it.
+ *
+ * <p>Threads: a session takes one call at a time. A call made while another runs, from another
+ * thread or from the running call's callback, throws PocketException with Status.BUSY and changes
+ * nothing. cancel() and close() are the exceptions: safe from any thread at any time (for example
+ * the UI thread while a worker generates). close() during a call cancels it and frees the session
+ * once it returns. Different sessions, on one model or several, run concurrently.
+ */
+public final class Session implements AutoCloseable {
+  private final Handle handle;
+  private final int vocabSize;
+  // The generate and chat calls in progress, for cancel(); guarded by itself.
+  private final List<Call> running = new ArrayList<>();
+
+  Session(long ptr, Handle model, int vocabSize) {
+    this.handle = new Handle("Session", ptr, p -> {
+      Native.sessionFree(p);
+      model.release();
+    });
+    this.vocabSize = vocabSize;
+  }
+
+  /** Greedy generation with the model's default length. */
+  public Generation generate(String prompt) {
+    return generate(prompt, null, null);
+  }
+
+  public Generation generate(String prompt, Sampling sampling) {
+    return generate(prompt, sampling, null);
+  }
+
+  /**
+   * Continues the session with prompt (BOS added at the start of a session when the model wants
+   * it) and generates, streaming each piece to callback (may be null) on this thread. Returns
+   * normally when generation ends, including after cancel() (StopReason.CANCELLED, with the text
+   * so far); throws what the callback threw, or PocketException (its generation() holds what was
+   * generated when the failure came while generating, e.g. BUDGET_EXCEEDED).
+   */
+  public Generation generate(String prompt, Sampling sampling, TextCallback callback) {
+    byte[] p = Native.cString("prompt", prompt);
+    Sampling s = sampling != null ? sampling : new Sampling();
+    float[] floats = s.floats();
+    int[] ints = s.ints();
+    byte[][] stops = s.stops();
+    Call call = new Call(callback);
+    long h = handle.acquire();
+    try {
+      begin(call);
+      try {
+        Native.generate(h, p, floats, ints, s.seed, stops, call);
+      } finally {
+        end(call);
+      }
+    } finally {
+      handle.release();
+    }
+    return call.result();
+  }
+
+  public Generation chat(List<Message> messages, boolean thinking) {
+    return chat(messages, thinking, null, null);
+  }
+
+  /**
+   * Renders the new messages with the model's chat template and generates the assistant's reply.
+   * Later calls pass only the new messages: earlier turns stay in the KV cache. thinking is
+   * Qwen3's switch. Returns and throws as generate does.
+   */
+  public Generation chat(List<Message> messages, boolean thinking, Sampling sampling,
+      TextCallback callback) {
+    if (messages == null || messages.isEmpty()) throw PocketException.invalid("no messages");
+    byte[][] roles = new byte[messages.size()][];
+    byte[][] contents = new byte[messages.size()][];
+    for (int i = 0; i < roles.length; ++i) {
+      Message m = messages.get(i);
+      if (m == null) throw PocketException.invalid("message " + i + " is null");
+      roles[i] = Native.cString("message " + i + "'s role", m.role);
+      contents[i] = Native.cString("message " + i + "'s content", m.content);
+    }
+    Sampling s = sampling != null ? sampling : new Sampling();
+    float[] floats = s.floats();
+    int[] ints = s.ints();
+    byte[][] stops = s.stops();
+    Call call = new Call(callback);
+    long h = handle.acquire();
+    try {
+      begin(call);
+      try {
+        Native.chat(h, roles, contents, thinking, floats, ints, s.seed, stops, call);
+      } finally {
+        end(call);
+      }
+    } finally {
+      handle.release();
+    }
+    return call.result();
+  }
+
+  /**
+   * Teacher-forced evaluation: appends tokens to the session and returns the next-token logits of
+   * the last one (vocabSize floats). INVALID_ARGUMENT for an empty array or an id outside the
+   * vocabulary; the session is unchanged then.
+   */
+  public float[] eval(int[] tokens) {
+    if (tokens == null) throw PocketException.invalid("tokens is null");
+    float[] logits = new float[vocabSize];
+    long h = handle.acquire();
+    try {
+      Native.sessionEval(h, tokens, logits);
+    } finally {
+      handle.release();
+    }
+    return logits;
+  }
+
+  /** Forgets the conversation (KV cache and position). */
+  public void reset() {
+    long h = handle.acquire();
+    try {
+      Native.sessionReset(h);
+    } finally {
+      handle.release();
+    }
+  }
+
+  /** Tokens held in the KV cache; PocketException(BUSY) while the session is in another call. */
+  public int position() {
+    long h = handle.acquire();
+    try {
+      int p = Native.sessionPosition(h);
+      if (p < 0) {
+        throw new PocketException(Status.BUSY,
+            "position: the session is busy in another call; ask again after it returns");
+      }
+      return p;
+    } finally {
+      handle.release();
+    }
+  }
+
+  /** What the session holds, in bytes, by category. */
+  public MemoryUsage memory() {
+    long[] v = new long[10];
+    long h = handle.acquire();
+    try {
+      Native.sessionMemory(h, v);
+    } finally {
+      handle.release();
+    }
+    return new MemoryUsage(v);
+  }
+
+  /** Saves the tokens and KV cache to path, to be loaded into a session of the same model file. */
+  public void save(String path) {
+    byte[] p = Native.cString("path", path);
+    long h = handle.acquire();
+    try {
+      Native.sessionSave(h, p);
+    } finally {
+      handle.release();
+    }
+  }
+
+  /**
+   * Restores what save() wrote (same model file and KV type); a failed load leaves the session as
+   * it was.
+   */
+  public void load(String path) {
+    byte[] p = Native.cString("path", path);
+    long h = handle.acquire();
+    try {
+      Native.sessionLoad(h, p);
+    } finally {
+      handle.release();
+    }
+  }
+
+  /**
+   * Asks the generate or chat call running on this session, on another thread or from its own
+   * callback, to stop after the token it is computing (or once its prompt's prefill ends); it then
+   * returns a Generation with StopReason.CANCELLED, and the session keeps every token generated so
+   * far. With no call running it does nothing, also on a closed session.
+   */
+  public void cancel() {
+    long h = handle.acquireIfOpen();
+    if (h == 0) return;
+    try {
+      cancelRunning(h);
+    } finally {
+      handle.release();
+    }
+  }
+
+  /**
+   * Idempotent, from any thread: new calls throw IllegalStateException at once; a call in
+   * progress is cancelled and the session is freed when it returns (close() does not wait).
+   */
+  @Override
+  public void close() {
+    handle.close(this::cancelRunning);
+  }
+
+  private void cancelRunning(long h) {
+    synchronized (running) {
+      for (Call c : running) c.cancelled = true;
+    }
+    Native.sessionCancel(h);
+  }
+
+  private void begin(Call call) {
+    synchronized (running) {
+      running.add(call);
+    }
+  }
+
+  private void end(Call call) {
+    synchronized (running) {
+      running.remove(call);
+    }
+  }
+}
