@@ -9,6 +9,7 @@
 
 #include "backends/cpu/ops.h"
 #include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
 #include "util/crc32c.h"
 #include "util/file_io.h"
 #include "util/mapped_file.h"
@@ -18,7 +19,11 @@ namespace pocket {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'O', 'C', 'K', 'E', 'T', 'K', 'V'};
-constexpr uint32_t kVersion = 1;
+// Version 2 adds the library version and the chat transcript after the KV
+// rows.
+constexpr uint32_t kVersion = 2;
+// A state from another library version may lay out its cache differently.
+constexpr std::string_view kLibraryVersion = POCKET_VERSION_STRING;
 // Generate keeps at most one token pending; a few more are allowed for
 // callers that stop elsewhere.
 constexpr uint64_t kMaxPending = 16;
@@ -64,6 +69,13 @@ void Put(std::string* out, T value) {
   out->append(reinterpret_cast<const char*>(&value), sizeof(value));
 }
 
+// A string as its length (of type Length) and its bytes.
+template <typename Length>
+void PutString(std::string* out, std::string_view text) {
+  Put(out, static_cast<Length>(text.size()));
+  out->append(text);
+}
+
 // Reads fields in order from untrusted bytes; Take fails past the end.
 class Reader {
  public:
@@ -73,6 +85,15 @@ class Reader {
     if (bytes_.size() - at_ < sizeof(T)) return false;
     std::memcpy(value, bytes_.data() + at_, sizeof(T));
     at_ += sizeof(T);
+    return true;
+  }
+  // A string written by PutString<Length>, if the bytes hold all of it.
+  template <typename Length>
+  bool TakeString(std::string* text) {
+    Length n = 0;
+    if (!Take(&n) || left() < n) return false;
+    text->assign(bytes_.data() + at_, static_cast<size_t>(n));
+    at_ += static_cast<size_t>(n);
     return true;
   }
   const uint8_t* Here() const { return reinterpret_cast<const uint8_t*>(bytes_.data()) + at_; }
@@ -103,6 +124,31 @@ std::string Header(const Model& model, cpu::KvType type) {
   return out;
 }
 
+// The part after the KV rows: who wrote the state, and the chat transcript
+// that the cached tokens spell, so a loaded chat continues without
+// computing them again.
+std::string Trailer(const Session::Continuation& chat) {
+  std::string out;
+  PutString<uint32_t>(&out, kLibraryVersion);
+  Put(&out, static_cast<uint8_t>(chat.in_chat));
+  PutString<uint64_t>(&out, chat.chat_text);
+  Put(&out, static_cast<uint32_t>(chat.messages.size()));
+  for (const ChatMessage& m : chat.messages) {
+    PutString<uint32_t>(&out, m.role);
+    PutString<uint64_t>(&out, m.content);
+  }
+  return out;
+}
+
+// The transcript's text is at most what the cached tokens spell: a token is
+// at most this many bytes (a bound, not a vocabulary's real longest).
+constexpr uint64_t kMaxTokenBytes = 1024;
+
+uint64_t MaxTrailerBytes(uint64_t context) {
+  // The transcript text, and the messages' contents spelling at most as much.
+  return 64 + kLibraryVersion.size() + 2 * (context + kMaxPending) * kMaxTokenBytes;
+}
+
 // The largest state a session of `model` can save: the whole context in
 // f32, the widest KV type. Load refuses larger files before reading them.
 uint64_t MaxStateBytes(const Model& model) {
@@ -113,7 +159,8 @@ uint64_t MaxStateBytes(const Model& model) {
   }
   const uint64_t context = static_cast<uint64_t>(model.config().context);
   return Header(model, cpu::KvType::kF32).size() + 2 * sizeof(uint64_t) +
-         (context + kMaxPending) * sizeof(int32_t) + context * row_bytes + sizeof(uint32_t);
+         (context + kMaxPending) * sizeof(int32_t) + context * row_bytes +
+         MaxTrailerBytes(context) + sizeof(uint32_t);
 }
 
 }  // namespace
@@ -151,6 +198,8 @@ Status Session::Save(const std::string& path) const {
   };
   write(head.data(), head.size());
   kv_.Write(tokens_.size(), write);
+  const std::string trailer = Trailer(continuation_);
+  write(trailer.data(), trailer.size());
   file.Write(&crc, sizeof(crc));
   return file.Commit();
 }
@@ -185,8 +234,9 @@ Status Session::Load(const std::string& path) {
   r.Take(&type);
   if (version != kVersion) {
     return Errorf(StatusCode::kUnsupported,
-                  "%s: session state version %u; this build reads version %u", path.c_str(),
-                  version, kVersion);
+                  "%s: session state version %u, written by another Pocket version; this build "
+                  "(Pocket %s) reads version %u: run the conversation again to make a new state",
+                  path.c_str(), version, std::string(kLibraryVersion).c_str(), kVersion);
   }
   if (type > static_cast<uint32_t>(cpu::KvType::kBf16)) {
     return Errorf(StatusCode::kCorruptFile,
@@ -225,8 +275,9 @@ Status Session::Load(const std::string& path) {
                   BudgetText(options_.budget_bytes).c_str(), limit);
   }
   const size_t ids = static_cast<size_t>(n_tokens + n_pending);
-  if (r.left() != ids * sizeof(int32_t) + kv_.SerializedBytes(n_tokens) + sizeof(crc)) {
-    return corrupt("its size does not match the token count it declares");
+  const size_t kv_bytes = kv_.SerializedBytes(n_tokens);
+  if (r.left() < ids * sizeof(int32_t) + kv_bytes + sizeof(crc)) {
+    return corrupt("it is shorter than the token count it declares implies");
   }
   std::vector<int32_t> all(ids);
   for (int32_t& t : all) {
@@ -234,12 +285,46 @@ Status Session::Load(const std::string& path) {
     if (t < 0 || t >= model_->config().vocab)
       return corrupt("a token id is outside the vocabulary");
   }
-  POCKET_RETURN_IF_ERROR(kv_.Validate(n_tokens, r.Here(), kv_.SerializedBytes(n_tokens)));
+  const uint8_t* kv_rows = r.Here();
+  POCKET_RETURN_IF_ERROR(kv_.Validate(n_tokens, kv_rows, kv_bytes));
+  r.Skip(kv_bytes);
+  Reader trailer(bytes.substr(bytes.size() - r.left(), r.left() - sizeof(crc)));
+  std::string writer;
+  if (!trailer.TakeString<uint32_t>(&writer)) return corrupt("its trailer is cut short");
+  if (writer != kLibraryVersion) {
+    return Errorf(StatusCode::kUnsupported,
+                  "%s: the state was saved by Pocket %s; this is Pocket %s, whose KV cache may "
+                  "differ: run the conversation again to make a new state",
+                  path.c_str(), writer.c_str(), std::string(kLibraryVersion).c_str());
+  }
+  Continuation chat;
+  uint8_t in_chat = 0;
+  uint32_t n_messages = 0;
+  if (!trailer.Take(&in_chat) || in_chat > 1 || !trailer.TakeString<uint64_t>(&chat.chat_text) ||
+      !trailer.Take(&n_messages)) {
+    return corrupt("its chat transcript is damaged");
+  }
+  chat.in_chat = in_chat == 1;
+  for (uint32_t i = 0; i < n_messages; ++i) {
+    ChatMessage m;
+    if (!trailer.TakeString<uint32_t>(&m.role) || !trailer.TakeString<uint64_t>(&m.content)) {
+      return corrupt("its chat transcript is damaged");
+    }
+    chat.messages.push_back(std::move(m));
+  }
+  if (trailer.left() != 0) return corrupt("it has bytes after its chat transcript");
+  if (FindInvalidUtf8(chat.chat_text) >= 0) return corrupt("its chat text is not UTF-8");
+  for (const ChatMessage& m : chat.messages) {
+    if (FindInvalidUtf8(m.role) >= 0 || FindInvalidUtf8(m.content) >= 0) {
+      return corrupt("a chat message is not UTF-8");
+    }
+  }
 
   Reset();
   POCKET_RETURN_IF_ERROR(kv_.Reserve(n_tokens));
-  kv_.Read(n_tokens, r.Here());
+  kv_.Read(n_tokens, kv_rows);
   tokens_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_tokens));
+  continuation_ = std::move(chat);
   continuation_.pending.assign(all.begin() + static_cast<std::ptrdiff_t>(n_tokens), all.end());
   return Status::Ok();
 }

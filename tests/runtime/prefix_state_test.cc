@@ -247,5 +247,75 @@ TEST(StateTest, UnknownKvTypeSaysWhatIsWrongWithTheFile) {
   std::remove(path.c_str());
 }
 
+// A chat saved after its first turn and loaded into a new session (an app
+// restarted) continues as the session that never stopped: the second turn
+// prefills the same few new tokens and replies with the same ids.
+TEST(StateTest, LoadedChatContinuesWithoutRecomputingItsTurns) {
+  const Model* model = testing_qwen3::Qwen3Model();
+  ASSERT_NE(model, nullptr);
+  const std::string path = TempPath("state_chat");
+  SessionOptions options;
+  options.kv_type = cpu::KvType::kF32;
+  ChatOptions chat;
+  Session first(model, options);
+  GenerateResult r1;
+  ASSERT_TRUE(GenerateChat(&first, {{"system", "Be brief."}, {"user", "Hi there"}}, chat, Greedy(3),
+                           nullptr, &r1)
+                  .ok());
+  ASSERT_TRUE(first.Save(path).ok());
+  GenerateResult kept, loaded;
+  ASSERT_TRUE(GenerateChat(&first, {{"user", "And then?"}}, chat, Greedy(4), nullptr, &kept).ok());
+
+  Session second(model, options);
+  ASSERT_TRUE(second.Load(path).ok());
+  ASSERT_TRUE(
+      GenerateChat(&second, {{"user", "And then?"}}, chat, Greedy(4), nullptr, &loaded).ok());
+  EXPECT_EQ(loaded.prefill_tokens, kept.prefill_tokens);
+  EXPECT_LT(static_cast<size_t>(loaded.prefill_tokens), r1.prompt_ids.size());
+  EXPECT_EQ(loaded.ids, kept.ids);
+  EXPECT_EQ(second.tokens(), first.tokens());
+  std::remove(path.c_str());
+}
+
+// A state written by another Pocket version (its version string patched,
+// the CRC32C recomputed) or in an older format is refused, naming both
+// versions, and the session is unchanged.
+TEST(StateTest, StateFromAnotherPocketVersionIsRefused) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  const std::string path = TempPath("state_version");
+  Session session(model, SessionOptions());
+  ASSERT_TRUE(session.Eval({1, 403, 407}, LogitsMode::kLast, nullptr).ok());
+  ASSERT_TRUE(session.Save(path).ok());
+  const std::string good = ReadBytes(path);
+  const auto with_crc = [](std::string bytes) {
+    const uint32_t crc = Crc32c(0, bytes.data(), bytes.size() - sizeof(crc));
+    std::memcpy(&bytes[bytes.size() - sizeof(crc)], &crc, sizeof(crc));
+    return bytes;
+  };
+  const std::string version = POCKET_PROJECT_VERSION;
+  const size_t at = good.rfind(version);
+  ASSERT_NE(at, std::string::npos);
+  std::string other = good;
+  other.replace(at, version.size(), std::string(version.size(), '9'));
+  WriteBytes(path, with_crc(other));
+  Status s = session.Load(path);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("saved by Pocket " + std::string(version.size(), '9')),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("this is Pocket " + version), std::string::npos) << s.message();
+
+  std::string old = good;
+  const uint32_t v1 = 1;
+  std::memcpy(&old[8], &v1, sizeof(v1));  // after the magic
+  WriteBytes(path, with_crc(old));
+  s = session.Load(path);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("session state version 1"), std::string::npos) << s.message();
+  EXPECT_EQ(session.tokens(), (std::vector<int32_t>{1, 403, 407}));
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace pocket
