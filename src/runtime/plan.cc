@@ -381,6 +381,11 @@ class Planner {
           return Fail(StatusCode::kCorruptFile, "table '%s' has %zu rows but vocab is %zu",
                       names[1].c_str(), step.weight.rows, plan_.vocab);
         }
+        if (step.weight.cols != static_cast<size_t>(config_.hidden)) {
+          return Fail(StatusCode::kCorruptFile,
+                      "table '%s' has %zu columns but the config's hidden is %d", names[1].c_str(),
+                      step.weight.cols, config_.hidden);
+        }
         width = step.weight.cols;
         break;
       }

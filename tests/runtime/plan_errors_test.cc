@@ -209,6 +209,15 @@ TEST_F(PlanErrorsTest, ConfigLayerCountMustMatchTheGraph) {
       << s.message();
 }
 
+TEST_F(PlanErrorsTest, ConfigHiddenMustMatchTheEmbeddings) {
+  config_["hidden"] = 65;
+  const Status s = Load();
+  EXPECT_NE(s.message().find("graph node 0 (embed): table 'token_embd.weight' has 64 columns but "
+                             "the config's hidden is 65"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST_F(PlanErrorsTest, RepeatBeyondTheTensorsIsRefusedBeforeExpanding) {
   graph_["nodes"][1]["repeat"] = 1 << 20;
   const Status s = Load();
