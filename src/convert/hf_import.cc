@@ -268,7 +268,7 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir,
                                                    ProvenanceBuilder* prov) {
   const std::string json_path = dir + "/tokenizer.json";
   const std::string spm_path = dir + "/tokenizer.model";
-  if (IsRegularFile(json_path)) {
+  if (PathExists(json_path)) {
     POCKET_ASSIGN_OR_RETURN(std::string text,
                             ReadRegularFile(json_path, "tokenizer.json", kMaxTextFileBytes));
     prov->AddBytes("tokenizer.json", text.data(), text.size());
@@ -276,7 +276,7 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir,
     if (!tok.ok()) return Status(tok.status().code(), json_path + ": " + tok.status().message());
     return std::move(tok).value();
   }
-  if (IsRegularFile(spm_path)) {
+  if (PathExists(spm_path)) {
     POCKET_ASSIGN_OR_RETURN(
         std::string proto,
         ReadRegularFile(spm_path, "SentencePiece tokenizer.model", kMaxTextFileBytes));
@@ -293,7 +293,7 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir,
 StatusOr<Json> ReadOptionalJson(const std::string& dir, const char* name, std::string* text,
                                 ProvenanceBuilder* prov) {
   const std::string path = dir + "/" + name;
-  if (!IsRegularFile(path)) return Json();
+  if (!PathExists(path)) return Json();
   POCKET_ASSIGN_OR_RETURN(*text, ReadRegularFile(path, "JSON file", kMaxTextFileBytes));
   prov->AddBytes(name, text->data(), text->size());
   return ParseJson(*text, path.c_str());
@@ -303,7 +303,7 @@ StatusOr<Json> ReadOptionalJson(const std::string& dir, const char* name, std::s
 StatusOr<std::string> ReadLicense(const std::string& dir, ProvenanceBuilder* prov) {
   for (const char* name : {"LICENSE", "LICENSE.txt", "LICENSE.md"}) {
     const std::string path = dir + "/" + name;
-    if (!IsRegularFile(path)) continue;
+    if (!PathExists(path)) continue;
     POCKET_ASSIGN_OR_RETURN(std::string text,
                             ReadRegularFile(path, "license file", kMaxTextFileBytes));
     prov->AddBytes(name, text.data(), text.size());
@@ -391,7 +391,7 @@ StatusOr<SourceModel> ImportHfDirectory(const std::string& dir) {
   ModelConfig& c = model.config;
 
   const std::string config_path = dir + "/config.json";
-  if (!IsRegularFile(config_path)) {
+  if (!PathExists(config_path)) {
     return Errorf(StatusCode::kNotFound,
                   "'%s' has no config.json; is it a Hugging Face model directory?", dir.c_str());
   }

@@ -168,7 +168,7 @@ StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Open(
   auto ckpt = std::make_unique<SafetensorsCheckpoint>();
   const std::string index_path = dir + "/model.safetensors.index.json";
   std::vector<std::string> shards;
-  if (IsRegularFile(index_path)) {
+  if (PathExists(index_path)) {
     POCKET_ASSIGN_OR_RETURN(
         std::string text,
         ReadRegularFile(index_path, "model.safetensors.index.json", kMaxTextFileBytes));
@@ -192,7 +192,7 @@ StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Open(
       if (seen.insert(shard).second) shards.push_back(shard);
     }
     ckpt->extra_files_.push_back(index_path);
-  } else if (IsRegularFile(dir + "/model.safetensors")) {
+  } else if (PathExists(dir + "/model.safetensors")) {
     shards.push_back("model.safetensors");
   } else {
     return Errorf(StatusCode::kNotFound,

@@ -8,9 +8,9 @@
 
 namespace pocket {
 
-bool IsRegularFile(const std::string& path) {
+bool PathExists(const std::string& path) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 void ProvenanceBuilder::AddBytes(const std::string& name, const void* data, uint64_t size) {

@@ -17,7 +17,11 @@ struct SourceFileRecord {
   uint64_t bytes = 0;
 };
 
-bool IsRegularFile(const std::string& path);
+// Whether anything (of any type) is at `path`: an optional source file that
+// is there is then read with ReadRegularFile or MappedFile::Open, which
+// refuse a FIFO, device or directory saying what it is, rather than taking
+// it for absent.
+bool PathExists(const std::string& path);
 
 // Collects provenance: {"source", "converter", "files": [{name, sha256, bytes}]}.
 class ProvenanceBuilder {

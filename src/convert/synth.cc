@@ -65,7 +65,7 @@ Status AttachQwen3Tokenizer(const std::string& path, ModelConfig* c, std::string
   prov->AddBytes(BaseName(path), json.data(), json.size());
   std::string tc_text;
   const std::string tc_path = DirName(path) + "/tokenizer_config.json";
-  if (IsRegularFile(tc_path)) {
+  if (PathExists(tc_path)) {
     POCKET_ASSIGN_OR_RETURN(tc_text,
                             ReadRegularFile(tc_path, "tokenizer_config.json", kMaxTextFileBytes));
     prov->AddBytes(BaseName(tc_path), tc_text.data(), tc_text.size());

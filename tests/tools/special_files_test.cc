@@ -90,6 +90,21 @@ TEST_F(SpecialFilesTest, DirectoryAsTokenizerSaysSo) {
       << o.out;
 }
 
+// A source file that is there but not a regular file is refused as what it
+// is, not taken for absent ("has no config.json").
+TEST_F(SpecialFilesTest, FifoInAHuggingFaceDirectoryIsRefused) {
+  const std::string model_dir = dir_ + "/hf";
+  ASSERT_EQ(::mkdir(model_dir.c_str(), 0755), 0);
+  ASSERT_EQ(::mkfifo((model_dir + "/config.json").c_str(), 0600), 0);
+  const CliOutput o = RunCli("convert '" + model_dir + "' -o '" + dir_ + "/out.pocket'", "", true);
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_NE(o.out.find("'" + model_dir +
+                       "/config.json' is a FIFO (named pipe), not a regular "
+                       "file"),
+            std::string::npos)
+      << o.out;
+}
+
 TEST_F(SpecialFilesTest, ConvertOutputFifoIsRefusedAndKept) {
   const CliOutput o =
       RunCli("convert '" + kStoriesBin + "' --tokenizer '" + kStoriesTok + "' -o '" + fifo_ + "'",
