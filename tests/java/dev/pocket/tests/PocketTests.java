@@ -485,6 +485,78 @@ public final class PocketTests {
     }
   }
 
+  /**
+   * close() racing generate() from another thread at varying moments: each round ends with a
+   * finished or cancelled generation, or IllegalStateException when the close came first; never
+   * a crash (the handle is freed only after the call using it returns).
+   */
+  public static void testCloseRacesWithGenerate() throws Exception {
+    try (Model model = load()) {
+      for (int round = 0; round < 40; ++round) {
+        Session session = model.newSession();
+        AtomicReference<Object> outcome = new AtomicReference<>();
+        Thread worker = new Thread(() -> {
+          try {
+            outcome.set(session.generate("Once upon a time", greedy(40)));
+          } catch (Throwable t) {
+            outcome.set(t);
+          }
+        });
+        worker.start();
+        Thread.sleep(0, (round % 8) * 100000);
+        session.close();
+        worker.join();
+        Object o = outcome.get();
+        if (o instanceof Generation) {
+          Generation g = (Generation) o;
+          check(g.stopReason == StopReason.CANCELLED || g.stopReason == StopReason.LENGTH,
+              "round " + round + ": " + g);
+          check(GOLDEN.startsWith(g.text) || g.text.startsWith(GOLDEN), "text: " + g.text);
+        } else {
+          check(o instanceof IllegalStateException, "round " + round + ": " + o);
+        }
+      }
+    }
+  }
+
+  /**
+   * A generation that reaches the session's budget throws BUDGET_EXCEEDED carrying what it
+   * generated, which the session keeps. The budget is the smallest of a scan that holds some
+   * tokens but less than the context, so the test does not depend on this host's page sizes.
+   */
+  public static void testBudgetExceededCarriesTheGeneration() {
+    try (Model model = load()) {
+      Session session = null;
+      for (long budget = 1L << 20; budget < 64L << 20 && session == null; budget += 16 << 10) {
+        SessionOptions o = new SessionOptions();
+        o.budgetBytes = budget;
+        try {
+          Session s = model.newSession(o);
+          if (s.memory().maxTokens >= 16 && s.memory().maxTokens < 512) {
+            session = s;
+          } else {
+            s.close();
+          }
+        } catch (PocketException e) {
+          checkEquals(Status.BUDGET_EXCEEDED, e.status(), "status while scanning");
+        }
+      }
+      check(session != null, "no budget between 1 and 64 MiB holds 16 to 511 tokens");
+      try (Session s = session) {
+        long max = s.memory().maxTokens;
+        PocketException e = expectPocket(Status.BUDGET_EXCEEDED, "budget",
+            () -> s.generate("Once upon a time", greedy(600)));
+        Generation g = e.generation();
+        check(g != null, "the exception carries the generation");
+        checkEquals(StopReason.BUDGET, g.stopReason, "stop reason");
+        // Every token the budget holds, plus the last sampled one, pending outside the cache.
+        checkEquals((int) max - 5 + 1, g.generatedTokens, "generated");
+        checkEquals((int) max, s.position(), "position");
+        check(GOLDEN.startsWith(g.text) || g.text.startsWith(GOLDEN), "text: " + g.text);
+      }
+    }
+  }
+
   // ---- errors -------------------------------------------------------------------------------
 
   public static void testClosedHandlesThrow() {
