@@ -3,8 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
+#include "convert/gguf_import.h"
+#include "convert/gguf_reader.h"
 #include "convert/hf_import.h"
 #include "convert/llama2c_import.h"
 #include "format/pocket_file.h"
@@ -89,6 +92,86 @@ uint64_t Elements(const std::vector<uint64_t>& shape) {
   return n;
 }
 
+std::string StorageName(const TensorStorage& s) {
+  std::string name = DTypeName(s.dtype);
+  if (IsQuantized(s.dtype)) name += " g" + std::to_string(s.group);
+  return name;
+}
+
+struct StoredTensor {
+  TensorStorage storage;
+  std::vector<uint8_t> bytes;  // planar (row-major) layout
+};
+
+// How far `stored` (planar bytes of `s`) is from the source's `values`.
+RequantizedTensor MeasureRequantization(const SourceTensor& src, const std::vector<float>& values,
+                                        const StoredTensor& stored) {
+  const uint64_t cols = src.shape.back(), rows = values.size() / cols;
+  const TensorStorage& s = stored.storage;
+  std::vector<float> row(cols);
+  double max_abs = 0.0, max_err = 0.0, sum_sq = 0.0, sum_sq_err = 0.0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    DequantizeRow(stored.bytes.data(), s.dtype, TensorLayout::kRowMajor, rows, cols, s.group, r,
+                  row.data());
+    for (uint64_t c = 0; c < cols; ++c) {
+      const double v = values[r * cols + c], err = row[c] - v;
+      max_abs = std::max(max_abs, std::fabs(v));
+      max_err = std::max(max_err, std::fabs(err));
+      sum_sq += v * v;
+      sum_sq_err += err * err;
+    }
+  }
+  RequantizedTensor out;
+  out.name = src.name;
+  out.from = src.source_type;
+  out.to = StorageName(s);
+  out.max_rel_error = max_abs > 0.0 ? max_err / max_abs : 0.0;
+  out.rms_rel_error = sum_sq > 0.0 ? std::sqrt(sum_sq_err / sum_sq) : 0.0;
+  return out;
+}
+
+// One tensor's storage and planar bytes: the source's own bytes where it
+// holds the matrix in the type to store (QuantOptions::keep_source_types,
+// or the requested type is its type), else its f32 values quantized.
+// Records per-type conversions and requantization errors in `stats`.
+StatusOr<StoredTensor> StoreTensor(const SourceTensor& src, const QuantOptions& q,
+                                   ConvertStats* stats) {
+  const uint64_t cols = src.shape.back(), rows = Elements(src.shape) / cols;
+  StoredTensor out;
+  out.storage = ChooseStorage(src.name, src.shape, q);
+  TensorStorage& s = out.storage;
+  const bool native =
+      src.shape.size() >= 2 && src.load_native &&
+      (q.keep_source_types || (s.dtype == src.native_dtype && s.group == src.native_group));
+  auto named = [&src](const Status& status) {
+    return Status(status.code(), "tensor '" + src.name + "': " + status.message());
+  };
+  if (native) {
+    s = TensorStorage{src.native_dtype, src.native_group, TensorLayout::kRowMajor, false};
+    if (IsValidLayout(q.layout, s.dtype, rows)) s.layout = q.layout;
+    auto bytes = src.load_native();
+    if (!bytes.ok()) return named(bytes.status());
+    out.bytes = std::move(bytes).value();
+  } else {
+    POCKET_ASSIGN_OR_RETURN(std::vector<float> values, src.load());
+    if (values.size() != rows * cols) {
+      return Errorf(StatusCode::kInternal, "tensor '%s' loaded %zu values, expected %llu",
+                    src.name.c_str(), values.size(), static_cast<unsigned long long>(rows * cols));
+    }
+    auto bytes = QuantizeTensor(values.data(), rows, cols, s.dtype, s.group);
+    if (!bytes.ok()) return named(bytes.status());
+    out.bytes = std::move(bytes).value();
+    if (!src.source_type.empty() && s.dtype != DType::kF32) {
+      stats->requantized.push_back(MeasureRequantization(src, values, out));
+    }
+  }
+  if (!src.source_type.empty()) {
+    const char* how = native || s.dtype == DType::kF32 ? "exact" : "requantized";
+    ++stats->conversions[src.source_type + " -> " + StorageName(s) + " (" + how + ")"];
+  }
+  return out;
+}
+
 }  // namespace
 
 uint64_t LayersHeld(const std::vector<SourceTensor>& tensors) {
@@ -160,6 +243,13 @@ std::string FormatConvertSummary(const ConvertStats& stats, double seconds) {
         "columns (first: %s)",
         stats.fallbacks.size(), stats.fallbacks[0].c_str());
   }
+  for (const auto& [conversion, count] : stats.conversions) {
+    s += StringPrintf("\n  %s: %zu tensors", conversion.c_str(), count);
+  }
+  for (const RequantizedTensor& r : stats.requantized) {
+    s += StringPrintf("\n  %s: %s -> %s, max error %.3g, RMS error %.3g (relative)", r.name.c_str(),
+                      r.from.c_str(), r.to.c_str(), r.max_rel_error, r.rms_rel_error);
+  }
   return s;
 }
 
@@ -169,7 +259,8 @@ std::string QuantSummary(const QuantOptions& q) {
     if (IsQuantized(t)) s += " g" + std::to_string(GroupFor(t, q));
     return s;
   };
-  return one(q.weights) + ", embeddings " + one(q.embeddings) + ", norms f32";
+  const std::string types = one(q.weights) + ", embeddings " + one(q.embeddings) + ", norms f32";
+  return q.keep_source_types ? "the source's types where .pocket has them, else " + types : types;
 }
 
 TensorStorage ChooseStorage(const std::string& name, const std::vector<uint64_t>& shape,
@@ -262,22 +353,12 @@ StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOpt
       if (t.name == order[i].name) src = &t;
     }
     if (progress) progress(i, order.size(), src->name);
-    POCKET_ASSIGN_OR_RETURN(std::vector<float> values, src->load());
-    const uint64_t n = Elements(src->shape);
-    if (values.size() != n) {
-      return Errorf(StatusCode::kInternal, "tensor '%s' loaded %zu values, expected %llu",
-                    src->name.c_str(), values.size(), static_cast<unsigned long long>(n));
-    }
-    const uint64_t cols = src->shape.back(), rows = n / cols;
-    const TensorStorage s = ChooseStorage(src->name, src->shape, q);
-    auto bytes = QuantizeTensor(values.data(), rows, cols, s.dtype, s.group);
-    if (!bytes.ok()) {
-      return Status(bytes.status().code(),
-                    "tensor '" + src->name + "': " + bytes.status().message());
-    }
+    POCKET_ASSIGN_OR_RETURN(StoredTensor stored, StoreTensor(*src, q, &stats));
+    const uint64_t cols = src->shape.back(), rows = Elements(src->shape) / cols;
+    const TensorStorage& s = stored.storage;
     if (s.layout == TensorLayout::kRows16) {
-      *bytes = s.dtype == DType::kQ8 ? PackQ8Rows16(bytes->data(), rows, cols)
-                                     : PackQ4Rows16(bytes->data(), rows, cols, s.group);
+      stored.bytes = s.dtype == DType::kQ8 ? PackQ8Rows16(stored.bytes.data(), rows, cols)
+                                           : PackQ4Rows16(stored.bytes.data(), rows, cols, s.group);
     }
     if (s.fell_back) stats.fallbacks.push_back(src->name);
     TensorInfo info;
@@ -286,9 +367,9 @@ StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOpt
     info.group = s.group;
     info.layout = s.layout;
     info.shape = src->shape;
-    info.nbytes = bytes->size();
-    POCKET_RETURN_IF_ERROR(writer.AddTensor(std::move(info), std::move(bytes).value()));
-    stats.parameters += n;
+    info.nbytes = stored.bytes.size();
+    POCKET_RETURN_IF_ERROR(writer.AddTensor(std::move(info), std::move(stored.bytes)));
+    stats.parameters += rows * cols;
     ++stats.tensors;
   }
   POCKET_RETURN_IF_ERROR(writer.Finish(path));
@@ -305,16 +386,24 @@ StatusOr<ConvertStats> ConvertModel(const std::string& src, const std::string& o
   struct stat st;
   if (::stat(src.c_str(), &st) != 0) {
     return Errorf(StatusCode::kNotFound,
-                  "'%s' does not exist; give a Hugging Face model directory or a llama2.c .bin",
+                  "'%s' does not exist; give a Hugging Face model directory, a GGUF file or a "
+                  "llama2.c .bin",
                   src.c_str());
   }
   SourceModel model;
+  QuantOptions quant = options.quant;
   if (S_ISDIR(st.st_mode)) {
+    quant.keep_source_types = false;
     POCKET_ASSIGN_OR_RETURN(model, ImportHfDirectory(src));
+  } else if (GgufFile::HasMagic(src)) {
+    POCKET_ASSIGN_OR_RETURN(model, ImportGguf(src));
+    // The tensors in types .pocket lacks (K-quants, Q5_x) lose least as q8.
+    if (quant.keep_source_types) quant.weights = quant.embeddings = DType::kQ8;
   } else {
+    quant.keep_source_types = false;
     POCKET_ASSIGN_OR_RETURN(model, ImportLlama2c(src, options.tokenizer_path));
   }
-  return WritePocketModel(model, options.quant, out_path, options.progress);
+  return WritePocketModel(model, quant, out_path, options.progress);
 }
 
 }  // namespace pocket

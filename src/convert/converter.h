@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct QuantOptions {
   // allows it (rows16: rows % 16 == 0); the others stay row-major. rows16 is
   // what the CPU int8 kernels read.
   TensorLayout layout = TensorLayout::kRows16;
+  // Store each tensor in the type the source holds it in where that is a
+  // .pocket dtype (SourceTensor::native_dtype: GGUF's F32, F16, BF16, Q8_0,
+  // Q4_0, Q4_1), bit for bit; `weights` and `embeddings` apply to the rest
+  // (ConvertModel makes those q8 for a GGUF). `pocket convert` sets it when
+  // no type is named; ConvertModel ignores it for other sources.
+  bool keep_source_types = false;
 };
 Status ValidateQuantOptions(const QuantOptions& q);
 // From the CLI flags: `quant` and `embed_quant` are dtype names ("" for
@@ -72,6 +79,17 @@ struct SourceTensor {
   std::string name;  // .pocket (GGUF-style) name
   std::vector<uint64_t> shape;
   std::function<StatusOr<std::vector<float>>()> load;
+  // The source's name for the tensor's type ("Q4_1", "BF16"); "" where the
+  // source has one type for everything (the summary then lists no types).
+  std::string source_type;
+  // Set where the source holds the tensor exactly as a .pocket dtype:
+  // `load_native` yields its bytes in that dtype's planar layout
+  // (format/dtype.h), whose dequantized values equal `load`'s bit for bit.
+  // Matrices are stored from these bytes under keep_source_types, or when
+  // the requested type and group are these.
+  DType native_dtype = DType::kF32;
+  uint32_t native_group = 0;
+  std::function<StatusOr<std::vector<uint8_t>>()> load_native;
 };
 
 struct SourceModel {
@@ -88,11 +106,25 @@ uint64_t LayersHeld(const std::vector<SourceTensor>& tensors);
 // Called once per tensor before it is converted (index counts from 0).
 using ProgressFn = std::function<void(size_t index, size_t total, const std::string& name)>;
 
+// A tensor stored in another type than the source's quantized one, and
+// what that cost: the largest and the RMS difference between the stored and
+// the source's (dequantized) values, relative to the largest magnitude and
+// to the RMS of the source's values.
+struct RequantizedTensor {
+  std::string name;
+  std::string from, to;  // "Q6_K", "q8 g32"
+  double max_rel_error = 0.0;
+  double rms_rel_error = 0.0;
+};
+
 struct ConvertStats {
   size_t tensors = 0;
   uint64_t parameters = 0;
   uint64_t file_bytes = 0;
   std::vector<std::string> fallbacks;  // tensors stored as f16 instead
+  // Tensors per "SOURCE_TYPE -> stored type" (sources with per-tensor types).
+  std::map<std::string, size_t> conversions;
+  std::vector<RequantizedTensor> requantized;
 };
 
 // Validates the config, checks the tensors against ExpectedTensors (missing,
@@ -101,7 +133,8 @@ struct ConvertStats {
 StatusOr<ConvertStats> WritePocketModel(const SourceModel& model, const QuantOptions& q,
                                         const std::string& path, const ProgressFn& progress);
 
-// "311 tensors, 302.9M parameters, 170.6 MB, 12.3 s" (+ the f16 fallbacks).
+// "311 tensors, 302.9M parameters, 170.6 MB, 12.3 s" (+ the f16 fallbacks),
+// then a line per source type conversion and per requantized tensor.
 std::string FormatConvertSummary(const ConvertStats& stats, double seconds);
 
 struct ConvertOptions {
@@ -110,7 +143,8 @@ struct ConvertOptions {
   ProgressFn progress;
 };
 
-// `src` a directory: a Hugging Face model; a file: a llama2.c checkpoint.
+// `src` a directory: a Hugging Face model; a file starting with "GGUF": a
+// GGUF model; another file: a llama2.c checkpoint.
 StatusOr<ConvertStats> ConvertModel(const std::string& src, const std::string& out_path,
                                     const ConvertOptions& options);
 

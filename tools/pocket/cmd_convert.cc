@@ -1,5 +1,5 @@
-// `pocket convert SRC -o OUT.pocket`: Hugging Face directories and llama2.c
-// checkpoints to .pocket (docs/convert.md).
+// `pocket convert SRC -o OUT.pocket`: Hugging Face directories, GGUF files
+// and llama2.c checkpoints to .pocket (docs/convert.md).
 
 #include <chrono>
 #include <cstdio>
@@ -17,9 +17,12 @@ constexpr char kUsage[] =
     "                      [--embed-quant TYPE] [--layout rows16|row_major] [--tokenizer FILE]\n"
     "\n"
     "  SRC             a Hugging Face model directory (config.json, *.safetensors,\n"
-    "                  tokenizer.json or tokenizer.model), or a llama2.c checkpoint\n"
+    "                  tokenizer.json or tokenizer.model), a GGUF file, or a\n"
+    "                  llama2.c checkpoint\n"
     "  -o, --output    the .pocket file to write\n"
-    "  --quant         type of the weight matrices (default q4)\n"
+    "  --quant         type of the weight matrices (default q4; a GGUF's tensors\n"
+    "                  keep their F32/F16/BF16/Q8_0/Q4_0/Q4_1 types exactly and\n"
+    "                  the others become q8)\n"
     "  --group         q4 group size along the input dimension (default 64)\n"
     "  --embed-quant   type of token_embd/output (default: same as --quant)\n"
     "  --layout        q4 and q8 byte layout: rows16 (default; what the CPU int8\n"
@@ -63,6 +66,7 @@ int CmdConvert(int argc, char** argv) {
   }
   ConvertOptions options;
   options.quant = *quant;
+  options.quant.keep_source_types = !args.Has("--quant") && !args.Has("--embed-quant");
   options.tokenizer_path = args.Get("--tokenizer");
   const auto start = std::chrono::steady_clock::now();
   StatusOr<ConvertStats> stats = Status::Ok();
