@@ -181,6 +181,22 @@ void pocket_session_free(pocket_session* session);
  * it does nothing: a later call is not cancelled. Safe from any thread while
  * the session exists; POCKET_INVALID_ARGUMENT for NULL. */
 pocket_status pocket_session_cancel(pocket_session* session);
+/* Since API version 7. Gives memory back under pressure (iOS's memory
+ * warning, Android's onTrimMemory) without losing the conversation:
+ * - POCKET_TRIM_SCRATCH frees the activation buffers and any KV pages past
+ *   the position; the next call allocates what it needs again.
+ * - POCKET_TRIM_SUSPEND also writes the tokens, KV cache and chat transcript
+ *   to `state_path` (a file in the app's cache folder) and frees the KV
+ *   cache. The next generate, chat, eval or save restores it first, exactly
+ *   (then deletes the file); reset, load and free delete it instead;
+ *   position and memory do not restore it. Suspending a suspended session
+ *   only frees scratch again.
+ * A trim while another call runs is POCKET_BUSY (cancel it first); an error
+ * (the file cannot be written; the OpenCL backend, which keeps its cache on
+ * the device) leaves the session as it was. */
+#define POCKET_TRIM_SCRATCH 1
+#define POCKET_TRIM_SUSPEND 2
+pocket_status pocket_session_trim(pocket_session* session, int32_t level, const char* state_path);
 /* Forgets the conversation (KV cache and position). */
 pocket_status pocket_session_reset(pocket_session* session);
 /* Tokens held in the session's KV cache; -1 while the session is in another

@@ -147,10 +147,17 @@ class Session {
   }
   ~Session() { pocket_session_free(s_); }
 
+  pocket_session* get() const { return s_; }
   Status Reset() { return Status(pocket_session_reset(s_)); }
   // From any thread: the Generate or Chat in progress stops after its
   // current token with POCKET_CANCELLED (pocket_session_cancel).
   Status Cancel() { return Status(pocket_session_cancel(s_)); }
+  // Gives memory back under pressure (pocket_session_trim): level
+  // POCKET_TRIM_SCRATCH, or POCKET_TRIM_SUSPEND with the file to suspend to.
+  Status Trim(int32_t level, const std::string& state_path = "") {
+    return Status(
+        pocket_session_trim(s_, level, state_path.empty() ? nullptr : state_path.c_str()));
+  }
   int32_t position() const { return pocket_session_position(s_); }
 
   // Bytes held by category, the budget and the tokens it allows.

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -40,6 +41,16 @@ struct pocket_session {
   // generate and chat clear it as they start and stop at the next token
   // once it is set.
   std::atomic<bool> cancel{false};
+  // Set by pocket_session_trim(POCKET_TRIM_SUSPEND): the state file holding
+  // the session's tokens, KV cache and transcript, restored by the next call
+  // that needs them, and the position it holds meanwhile. Mutable: restoring
+  // changes no state a caller sees.
+  mutable std::string suspended_path;
+  mutable size_t suspended_position = 0;
+
+  ~pocket_session() {
+    if (!suspended_path.empty()) std::remove(suspended_path.c_str());
+  }
 };
 
 namespace {
@@ -117,6 +128,29 @@ class SessionCall {
   bool held_ = false;
   pocket::Status status_;
 };
+
+// Before a call that needs the cache, restores a session that
+// pocket_session_trim suspended (and deletes its state file).
+pocket::Status Resume(const pocket_session* session, const char* function) {
+  if (session->suspended_path.empty()) return pocket::Status::Ok();
+  const pocket::Status s = session->session->Load(session->suspended_path);
+  if (!s.ok()) {
+    return pocket::Errorf(s.code(),
+                          "%s: the session, suspended by pocket_session_trim, cannot be restored "
+                          "(%s); pocket_session_reset starts it over",
+                          function, s.message().c_str());
+  }
+  std::remove(session->suspended_path.c_str());
+  session->suspended_path.clear();
+  return pocket::Status::Ok();
+}
+
+// A call that replaces the whole session forgets a suspended state.
+void DropSuspended(const pocket_session* session) {
+  if (session->suspended_path.empty()) return;
+  std::remove(session->suspended_path.c_str());
+  session->suspended_path.clear();
+}
 
 // GenerateResult::stop as the C enum; empty when the call failed before the
 // runtime ran.
@@ -390,7 +424,33 @@ void pocket_session_free(pocket_session* session) {
 pocket_status pocket_session_reset(pocket_session* session) {
   const SessionCall call(session, "pocket_session_reset");
   if (!call.ok()) return Fail(call.status());
+  DropSuspended(session);
   session->session->Reset();
+  return Ok();
+}
+
+pocket_status pocket_session_trim(pocket_session* session, int32_t level, const char* state_path) {
+  const SessionCall call(session, "pocket_session_trim");
+  if (!call.ok()) return Fail(call.status());
+  if (level != POCKET_TRIM_SCRATCH && level != POCKET_TRIM_SUSPEND) {
+    return Fail(pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                               "pocket_session_trim: level must be POCKET_TRIM_SCRATCH (%d) or "
+                               "POCKET_TRIM_SUSPEND (%d), got %d",
+                               POCKET_TRIM_SCRATCH, POCKET_TRIM_SUSPEND, level));
+  }
+  if (level == POCKET_TRIM_SUSPEND && session->suspended_path.empty()) {
+    if (state_path == nullptr || state_path[0] == '\0') {
+      return Fail(POCKET_INVALID_ARGUMENT,
+                  "pocket_session_trim: POCKET_TRIM_SUSPEND needs a state_path to write the "
+                  "session to (a file in the app's cache folder)");
+    }
+    const pocket::Status s = session->session->Save(state_path);
+    if (!s.ok()) return Fail(s);
+    session->suspended_path = state_path;
+    session->suspended_position = session->session->position();
+    session->session->Reset();
+  }
+  session->session->ReleaseScratch();
   return Ok();
 }
 
@@ -406,6 +466,7 @@ int32_t pocket_session_position(const pocket_session* session) {
   if (session == nullptr) return 0;
   const SessionCall call(session, "pocket_session_position");
   if (!call.ok()) return -1;
+  if (!session->suspended_path.empty()) return static_cast<int32_t>(session->suspended_position);
   return static_cast<int32_t>(session->session->position());
 }
 
@@ -446,7 +507,8 @@ pocket_status pocket_session_save(const pocket_session* session, const char* pat
   }
   const SessionCall call(session, "pocket_session_save");
   if (!call.ok()) return Fail(call.status());
-  const pocket::Status s = session->session->Save(path);
+  pocket::Status s = Resume(session, "pocket_session_save");
+  if (s.ok()) s = session->session->Save(path);
   return s.ok() ? Ok() : Fail(s);
 }
 
@@ -457,7 +519,9 @@ pocket_status pocket_session_load(pocket_session* session, const char* path) {
   const SessionCall call(session, "pocket_session_load");
   if (!call.ok()) return Fail(call.status());
   const pocket::Status s = session->session->Load(path);
-  return s.ok() ? Ok() : Fail(s);
+  if (!s.ok()) return Fail(s);
+  DropSuspended(session);
+  return Ok();
 }
 
 pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens, size_t n_tokens,
@@ -467,6 +531,8 @@ pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens
   }
   const SessionCall call(session, "pocket_session_eval");
   if (!call.ok()) return Fail(call.status());
+  pocket::Status resumed = Resume(session, "pocket_session_eval");
+  if (!resumed.ok()) return Fail(resumed);
   std::vector<float> out;
   const pocket::Status s = session->session->Eval(std::vector<int32_t>(tokens, tokens + n_tokens),
                                                   pocket::LogitsMode::kLast, &out);
@@ -497,6 +563,7 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
   pocket::GenerateResult r;
   const SessionCall call(session, "pocket_generate");
   pocket::Status s = call.status();
+  if (s.ok()) s = Resume(session, "pocket_generate");
   if (s.ok() && prompt == nullptr) {
     s = pocket::Status(pocket::StatusCode::kInvalidArgument, "pocket_generate: prompt is NULL");
   }
@@ -517,6 +584,7 @@ pocket_status pocket_chat(pocket_session* session, const pocket_message* message
   pocket::GenerateResult r;
   const SessionCall call(session, "pocket_chat");
   pocket::Status s = call.status();
+  if (s.ok()) s = Resume(session, "pocket_chat");
   if (s.ok() && (messages == nullptr || n_messages == 0)) {
     s = pocket::Status(pocket::StatusCode::kInvalidArgument, "pocket_chat: no messages");
   }

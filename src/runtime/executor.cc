@@ -65,6 +65,17 @@ void Executor::EnsureRows(size_t n, Output output) {
   tail_rows_ = tail_rows;
 }
 
+void Executor::ReleaseScratch() {
+  // Moved-from temporaries: assigning {} would keep the capacity.
+  slots_ = std::vector<CacheLineVector<float>>();
+  temp_ = CacheLineVector<float>();
+  rope_table_ = CacheLineVector<float>();
+  positions_ = std::vector<int32_t>();
+  rows_ = 0;
+  tail_rows_ = 0;
+  rope_head_dim_ = 0;
+}
+
 size_t Executor::scratch_bytes() const {
   size_t floats = temp_.capacity();
   for (const auto& s : slots_) floats += s.capacity();

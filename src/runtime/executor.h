@@ -39,6 +39,8 @@ class Executor {
 
   // Bytes held by the scratch buffers.
   size_t scratch_bytes() const;
+  // Frees the scratch buffers; the next Run allocates them again.
+  void ReleaseScratch();
   // Bytes the scratch buffers hold after running chunks of up to n tokens
   // with `output` (for planning a memory budget before running anything).
   static size_t ScratchBytesFor(const Plan& plan, size_t n, Output output);

@@ -305,6 +305,11 @@ void Session::Reset() {
   continuation_ = Continuation();
 }
 
+void Session::ReleaseScratch() {
+  executor_.ReleaseScratch();
+  kv_.Truncate(tokens_.size());
+}
+
 void Session::Truncate(size_t n) {
   if (n >= tokens_.size()) return;
   tokens_.resize(n);

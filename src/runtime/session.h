@@ -85,6 +85,10 @@ class Session {
   void NewConversation() { continuation_ = Continuation(); }
   // Keeps the first n tokens of the cache (n <= position()).
   void Truncate(size_t n);
+  // Gives back what the session holds beyond its tokens: the scratch
+  // buffers (allocated again by the next evaluation) and KV pages past the
+  // position. Answers an OS memory warning without losing the conversation.
+  void ReleaseScratch();
 
   // The cached tokens, the tokens pending for the next Generate and the KV
   // rows, with the model file's identity (docs/memory.md has the format).
