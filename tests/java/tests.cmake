@@ -27,4 +27,34 @@ exit $rc]=])
             -cp ${_pocket_jar}:${_pocket_tests_jar}
             dev.pocket.tests.PocketTests ${POCKET_TEST_MODELS}/stories260K-f32.pocket)
   set_tests_properties(java_api PROPERTIES FIXTURES_REQUIRED test_models LABELS java TIMEOUT 300)
+
+  # The same API from Kotlin, where a Kotlin compiler is installed (Debian's
+  # `kotlin` package; not installed by tools/setup.sh, so CI machines without
+  # it build and run only the Java tests). Kotlin 1.3's AutoCloseable.use is in
+  # kotlin-stdlib-jdk7, beside the compiler's jars.
+  find_program(POCKET_KOTLINC kotlinc)
+  if(POCKET_KOTLINC)
+    get_filename_component(_kotlinc_real ${POCKET_KOTLINC} REALPATH)
+    get_filename_component(_kotlin_home ${_kotlinc_real} DIRECTORY)
+    find_file(POCKET_KOTLIN_STDLIB_JDK7 kotlin-stdlib-jdk7.jar
+              PATHS ${_kotlin_home}/../lib /usr/share/java NO_DEFAULT_PATH)
+  endif()
+  if(POCKET_KOTLINC AND POCKET_KOTLIN_STDLIB_JDK7)
+    set(_kotlin_source ${CMAKE_CURRENT_SOURCE_DIR}/java/kotlin/KotlinUsage.kt)
+    set(_kotlin_jar ${CMAKE_CURRENT_BINARY_DIR}/pocket-kotlin-usage.jar)
+    add_custom_command(OUTPUT ${_kotlin_jar}
+      COMMAND ${POCKET_KOTLINC} -nowarn -cp ${_pocket_jar}:${POCKET_KOTLIN_STDLIB_JDK7}
+              ${_kotlin_source} -include-runtime -d ${_kotlin_jar}
+      DEPENDS ${_kotlin_source} pocket_java
+      COMMENT "Compiling tests/java/kotlin/KotlinUsage.kt" VERBATIM)
+    add_custom_target(pocket_kotlin_usage ALL DEPENDS ${_kotlin_jar})
+    add_test(NAME java_kotlin_usage
+      COMMAND sh -c "${_jni_check}" ${CMAKE_CURRENT_BINARY_DIR}/java_kotlin_usage.log
+              ${Java_JAVA_EXECUTABLE} -Xcheck:jni
+              -Ddev.pocket.library=$<TARGET_FILE:pocket_jni>
+              -cp ${_pocket_jar}:${POCKET_KOTLIN_STDLIB_JDK7}:${_kotlin_jar}
+              KotlinUsageKt ${POCKET_TEST_MODELS}/stories260K-f32.pocket)
+    set_tests_properties(java_kotlin_usage PROPERTIES FIXTURES_REQUIRED test_models LABELS java
+                         TIMEOUT 300)
+  endif()
 endif()
