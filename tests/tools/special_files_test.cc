@@ -148,6 +148,20 @@ TEST_F(SpecialFilesTest, TokenizerSourceDirectoryIsRefused) {
       << o.out;
 }
 
+// tokenizer_config.json beside --tokenizer-json is optional, but one that is
+// there as a FIFO is refused, not read (which would block) or ignored.
+TEST_F(SpecialFilesTest, FifoTokenizerConfigBesideTokenizerJsonIsRefused) {
+  const std::string json = std::string(POCKET_TEST_DATA) + "/qwen3-tokenizer/tokenizer.json";
+  ASSERT_EQ(::symlink(json.c_str(), (dir_ + "/tokenizer.json").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir_ + "/tokenizer_config.json").c_str(), 0600), 0);
+  const CliOutput o =
+      RunCli("tokenize --tokenizer-json '" + dir_ + "/tokenizer.json' --text hi", "", true);
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_NE(o.out.find("'" + dir_ + "/tokenizer_config.json' is a FIFO (named pipe)"),
+            std::string::npos)
+      << o.out;
+}
+
 // The C API: pocket_model_load of a FIFO, pocket_session_load of a FIFO,
 // /dev/zero and a directory, pocket_session_save over a FIFO.
 class SpecialFilesApiTest : public SpecialFilesTest {

@@ -31,10 +31,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(const Args& args) {
   POCKET_ASSIGN_OR_RETURN(std::string text,
                           ReadRegularFile(args.Get("--tokenizer-json"),
                                           "tokenizer.json (--tokenizer-json)", kMaxTextFileBytes));
-  // tokenizer_config.json is optional: one that is absent or unreadable
-  // leaves the template out.
+  // tokenizer_config.json is optional: an absent one leaves the template
+  // out, while one that is there but cannot be read is an error.
   StatusOr<std::string> config = ReadRegularFile(SiblingConfig(args.Get("--tokenizer-json")),
                                                  "tokenizer_config.json", kMaxTextFileBytes);
+  if (!config.ok() && config.status().code() != StatusCode::kNotFound) return config.status();
   return Tokenizer::FromHfJson(text, config.ok() ? *config : std::string());
 }
 
