@@ -129,7 +129,11 @@ public final class Session implements AutoCloseable {
     }
   }
 
-  /** Tokens held in the KV cache; PocketException(BUSY) while the session is in another call. */
+  /**
+   * Tokens held in the KV cache; PocketException(BUSY) while the session is in another call. The
+   * last token a generation produced is not among them yet: it enters the cache at the start of
+   * the next call, so after a fresh generate the position is promptTokens + generatedTokens - 1.
+   */
   public int position() {
     long h = handle.acquire();
     try {
