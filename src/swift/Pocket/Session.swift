@@ -123,6 +123,27 @@ public final class Session: @unchecked Sendable {
   /// does nothing when none runs. Safe from any thread.
   public func cancel() { _ = pocket_session_cancel(handle) }
 
+  /// How much memory `trim` gives back.
+  public enum TrimLevel: Sendable {
+    /// The activation buffers and KV pages past the position.
+    case scratch
+    /// Also the KV cache, written to `file` (in the app's cache folder) and
+    /// restored exactly by the next call that needs it.
+    case suspend(file: String)
+  }
+
+  /// Answers a memory warning (or the app going to the background) without
+  /// losing the conversation. Throws `.busy` while a generation runs:
+  /// cancel it first.
+  public func trim(_ level: TrimLevel) throws {
+    switch level {
+    case .scratch:
+      try PocketError.check(pocket_session_trim(handle, POCKET_TRIM_SCRATCH, nil))
+    case .suspend(let file):
+      try PocketError.check(pocket_session_trim(handle, POCKET_TRIM_SUSPEND, file))
+    }
+  }
+
   /// Forgets the conversation.
   public func reset() throws { try PocketError.check(pocket_session_reset(handle)) }
 

@@ -156,6 +156,27 @@ final class PocketTests: XCTestCase {
     XCTAssertLessThanOrEqual(pieces.count, 4)
   }
 
+  /// After a suspend (the KV cache written out and freed) the conversation
+  /// continues with the text of a session that never stopped.
+  func testSuspendedSessionContinuesTheConversation() async throws {
+    let model = try loadModel()
+    var sampling = Self.greedy(20)
+    sampling.ignoreEOS = true
+    let whole = try model.makeSession(options: SessionOptions(kvType: .f32))
+    var expected = try await collect(whole.generate("Once upon a time", sampling: sampling))
+    expected += try await collect(whole.generate(" and", sampling: sampling))
+
+    let session = try model.makeSession(options: SessionOptions(kvType: .f32))
+    var got = try await collect(session.generate("Once upon a time", sampling: sampling))
+    let file = NSTemporaryDirectory() + "/swift-suspend-\(getpid()).state"
+    try session.trim(.suspend(file: file))
+    XCTAssertTrue(FileManager.default.fileExists(atPath: file))
+    got += try await collect(session.generate(" and", sampling: sampling))
+    XCTAssertEqual(got.joined(), expected.joined())
+    XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+    try session.trim(.scratch)
+  }
+
   func testSecondCallWhileOneRunsIsBusy() async throws {
     let model = try loadModel()
     let session = try model.makeSession()
