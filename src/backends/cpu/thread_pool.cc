@@ -204,12 +204,13 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) {
     pthread_t thread;
     const int err = pthread_create(&thread, nullptr, &ThreadPool::WorkerMain, &starts_[t]);
     if (err != 0) {
-      // No job has run yet, so the workers started so far see the smaller
-      // count when the first one is posted.
+      // Workers read the count only once a job is posted, after the
+      // constructor returns, so those already started see the smaller one.
       num_threads_ = t;
       Log(LogLevel::kWarning,
-          "computing on %zu threads instead of %zu: the system refused thread %zu (%s); "
-          "a process or container thread limit (ulimit -u) may be reached",
+          "computing on %zu threads instead of %zu: the system refused thread %zu (%s); a "
+          "thread or memory limit of the process or container (ulimit -u, ulimit -v) may be "
+          "reached",
           num_threads_, wanted, t + 1, std::strerror(err));
       break;
     }
