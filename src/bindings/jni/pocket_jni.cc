@@ -390,6 +390,18 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionCancel(JNIEnv* env, jclass,
   Check(env, pocket_session_cancel(AsSession(session)));
 }
 
+JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionTrim(JNIEnv* env, jclass, jlong session,
+                                                          jint level, jbyteArray state_path) {
+  try {
+    std::string p;
+    if (state_path != nullptr && !ReadString(env, state_path, "statePath", &p)) return;
+    Check(env, pocket_session_trim(AsSession(session), level,
+                                   state_path != nullptr ? p.c_str() : nullptr));
+  } catch (...) {
+    ThrowFromCpp(env);
+  }
+}
+
 JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionReset(JNIEnv* env, jclass, jlong session) {
   Check(env, pocket_session_reset(AsSession(session)));
 }

@@ -71,6 +71,8 @@ final class Native {
 
   static native void sessionCancel(long session);
 
+  static native void sessionTrim(long session, int level, byte[] statePath);
+
   static native void sessionReset(long session);
 
   static native int sessionPosition(long session);

@@ -119,6 +119,33 @@ public final class Session implements AutoCloseable {
     return logits;
   }
 
+  /**
+   * Gives memory back under pressure (Android's onTrimMemory) without losing the conversation:
+   * SCRATCH frees the activation buffers and spare KV pages; SUSPEND (use {@link #trim(TrimLevel,
+   * String)}) also writes the conversation to a file and frees the KV cache.
+   */
+  public void trim(TrimLevel level) {
+    trim(level, null);
+  }
+
+  /**
+   * As trim(level), with the file SUSPEND writes the session to (a file in the app's cache
+   * folder; the next generate, chat, eval or save reads it back and deletes it; reset, load and
+   * close delete it instead). position() keeps its value while suspended. BUSY while another
+   * call runs (cancel it first); a failure (the file cannot be written) leaves the session as it
+   * was.
+   */
+  public void trim(TrimLevel level, String statePath) {
+    if (level == null) throw PocketException.invalid("level is null");
+    byte[] p = statePath == null ? null : Native.cString("statePath", statePath);
+    long h = handle.acquire();
+    try {
+      Native.sessionTrim(h, level.code, p);
+    } finally {
+      handle.release();
+    }
+  }
+
   /** Forgets the conversation (KV cache and position). */
   public void reset() {
     long h = handle.acquire();

@@ -11,6 +11,7 @@ import dev.pocket.Session;
 import dev.pocket.SessionOptions;
 import dev.pocket.Status;
 import dev.pocket.StopReason;
+import dev.pocket.TrimLevel;
 import java.io.File;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -254,6 +255,41 @@ public final class PocketTests {
     }
   }
 
+  /**
+   * trim(SCRATCH) frees the activation buffers and trim(SUSPEND) the KV cache too, through a
+   * state file; either way the next call continues the golden text as an untouched session does.
+   */
+  public static void testTrimGivesMemoryBackAndTheConversationGoesOn() throws Exception {
+    File state = File.createTempFile("pocket-java-trim-", ".state");
+    state.delete();
+    try (Model model = load(); Session session = model.newSession()) {
+      Generation first = session.generate("Once upon a time", greedy(10));
+      check(session.memory().scratch > 0, "scratch before the trim");
+      long kv = session.memory().kv;
+      session.trim(TrimLevel.SCRATCH);
+      checkEquals(0L, session.memory().scratch, "scratch after SCRATCH");
+      checkEquals(kv, session.memory().kv, "the KV pages hold the conversation");
+      Generation second = session.generate("", greedy(10));
+      int position = session.position();
+      session.trim(TrimLevel.SUSPEND, state.getPath());
+      check(state.exists(), "SUSPEND writes the state file");
+      checkEquals(0L, session.memory().kv, "kv after SUSPEND");
+      checkEquals(position, session.position(), "position while suspended");
+      Generation rest = session.generate("", greedy(40));
+      check(!state.exists(), "the next call restores and deletes the file");
+      String text = first.text + second.text + rest.text;
+      check(text.startsWith(GOLDEN), "continued: " + text);
+      expectPocket(Status.INVALID_ARGUMENT, "needs a state_path",
+          () -> session.trim(TrimLevel.SUSPEND));
+      expectPocket(Status.INVALID_ARGUMENT, "level is null", () -> session.trim(null));
+      expectPocket(Status.IO_ERROR, "/no/such/dir",
+          () -> session.trim(TrimLevel.SUSPEND, "/no/such/dir/state"));
+      check(session.memory().kv > 0, "a failed SUSPEND keeps the cache");
+    } finally {
+      state.delete();
+    }
+  }
+
   public static void testChatRendersAndGenerates() {
     try (Model model = load(); Session session = model.newSession()) {
       StringBuilder streamed = new StringBuilder();
@@ -392,6 +428,7 @@ public final class PocketTests {
         expectPocket(Status.BUSY, "busy", session::reset);
         expectPocket(Status.BUSY, "busy", session::position);
         expectPocket(Status.BUSY, "busy", session::memory);
+        expectPocket(Status.BUSY, "busy", () -> session.trim(TrimLevel.SCRATCH));
       } finally {
         tried.countDown();
         worker.join();
@@ -570,6 +607,7 @@ public final class PocketTests {
     expectThrows(IllegalStateException.class, session::position);
     expectThrows(IllegalStateException.class, session::memory);
     expectThrows(IllegalStateException.class, () -> session.save("/tmp/x"));
+    expectThrows(IllegalStateException.class, () -> session.trim(TrimLevel.SCRATCH));
     expectThrows(IllegalStateException.class,
         () -> session.chat(Collections.singletonList(Message.user("hi")), false));
     model.close();
