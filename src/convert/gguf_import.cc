@@ -33,9 +33,10 @@ constexpr ArchInfo kArchitectures[] = {
     {"qwen3", true, false, RopeStyle::kNeox},
 };
 
-// Pre-tokenizer regexes of byte-level BPE vocabularies, by
-// tokenizer.ggml.pre: the pattern of the Hugging Face tokenizer.json each
-// name stands for (llama.cpp splits with the same expressions).
+// Byte-level BPE pre-tokenizers by tokenizer.ggml.pre: the regex and
+// flags of the Hugging Face tokenizer.json each name stands for (llama.cpp
+// splits with the same expressions, but skips Qwen2's NFC normalizer, which
+// the models were trained with).
 constexpr char kQwen2Pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -45,13 +46,16 @@ constexpr char kLlama3Pattern[] =
 struct PreTokenizer {
   const char* name;
   const char* pattern;
-  bool ignore_merges;  // Llama 3: a word that is a token is used whole
+  uint32_t flags;  // tok::BpeFlag: Qwen2 normalizes NFC, Llama 3 ignores merges
 };
 constexpr PreTokenizer kPreTokenizers[] = {
-    {"gpt2", tok::kGpt2SplitPattern, false},    {"qwen2", kQwen2Pattern, false},
-    {"deepseek-r1-qwen", kQwen2Pattern, false}, {"llama3", kLlama3Pattern, true},
-    {"llama-v3", kLlama3Pattern, true},         {"llama-bpe", kLlama3Pattern, true},
-    {"smaug-bpe", kLlama3Pattern, true},
+    {"gpt2", tok::kGpt2SplitPattern, 0},
+    {"qwen2", kQwen2Pattern, tok::kFlagNfc},
+    {"deepseek-r1-qwen", kQwen2Pattern, tok::kFlagNfc},
+    {"llama3", kLlama3Pattern, tok::kFlagIgnoreMerges},
+    {"llama-v3", kLlama3Pattern, tok::kFlagIgnoreMerges},
+    {"llama-bpe", kLlama3Pattern, tok::kFlagIgnoreMerges},
+    {"smaug-bpe", kLlama3Pattern, tok::kFlagIgnoreMerges},
 };
 
 // GGUF token types (the same numbers as SentencePiece's piece types).
@@ -541,7 +545,7 @@ StatusOr<std::unique_ptr<Tokenizer>> ByteLevelFromGguf(const Meta& meta, const V
   POCKET_RETURN_IF_ERROR(meta.Array("tokenizer.ggml.merges", {GgufType::kString}, 0, &merges));
   tok::BpeData d;
   d.kind = TokenizerKind::kByteLevelBpe;
-  d.flags = split->ignore_merges ? uint32_t{tok::kFlagIgnoreMerges} : 0u;
+  d.flags = split->flags;
   d.regex = split->pattern;
   d.bos = v.bos;
   d.eos = v.eos;

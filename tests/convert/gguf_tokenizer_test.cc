@@ -1,0 +1,213 @@
+// Tokenizers from GGUF metadata, as llama.cpp's converter writes them from
+// the tokenizers in tests/data: `llama` (the Llama 2 and tok512
+// SentencePiece models' pieces, scores and types) and `gpt2` (Qwen3's
+// byte-level vocabulary and merges, pre-tokenizer `qwen2`), each encoding
+// the goldens of the original tokenizer; the chat template's kind; refusals.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "convert/convert_test_util.h"
+#include "convert/gguf_import.h"
+#include "convert/gguf_stories.h"
+#include "convert/gguf_writer.h"
+#include "format/model_config.h"
+#include "tokenizer/tokenizer.h"
+#include "util/json_util.h"
+
+namespace pocket {
+namespace {
+
+using namespace testing_gguf;  // NOLINT
+using testing_util::DataPath;
+using testing_util::ReadFile;
+
+struct Golden {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+std::vector<Golden> LoadGolden(const std::string& path) {
+  std::vector<Golden> out;
+  std::istringstream lines(ReadFile(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    auto j = ParseJson(line, "golden row");
+    EXPECT_TRUE(j.ok());
+    if (!j.ok()) continue;
+    Golden g;
+    std::vector<int64_t> ids;
+    EXPECT_TRUE(GetString(*j, "text", &g.text, "golden").ok());
+    EXPECT_TRUE(GetIntArray(*j, "ids", &ids, "golden").ok());
+    g.ids.assign(ids.begin(), ids.end());
+    out.push_back(g);
+  }
+  EXPECT_FALSE(out.empty()) << path;
+  return out;
+}
+
+// A GGUF holding `w`'s tokenizer metadata, a minimal qwen3 config and a
+// token_embd of `vocab` rows (never read), imported.
+struct Imported {
+  Status status = Status::Ok();
+  ModelConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+Imported Import(GgufWriter w, uint64_t vocab) {
+  w.Str("general.architecture", "qwen3");
+  w.U32("qwen3.block_count", 1);
+  w.U32("qwen3.context_length", 64);
+  w.U32("qwen3.embedding_length", 32);
+  w.U32("qwen3.feed_forward_length", 32);
+  w.U32("qwen3.attention.head_count", 1);
+  w.F32("qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+  w.Tensor("token_embd.weight", {32, vocab}, kGgmlQ4_0, std::string(vocab * 18, '\0'));
+  const std::string bytes = w.Finish();
+  auto file = GgufFile::FromMemory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  Imported out;
+  if (!file.ok()) {
+    out.status = file.status();
+    return out;
+  }
+  auto model = ImportGgufFile(std::shared_ptr<const GgufFile>(std::move(file).value()), "test");
+  if (!model.ok()) {
+    out.status = model.status();
+    return out;
+  }
+  out.config = model->config;
+  auto tok = Tokenizer::FromBlob(model->tokenizer_blob);
+  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+  if (tok.ok()) out.tokenizer = std::move(tok).value();
+  return out;
+}
+
+// `keep_whitespace`: only the rows whose spaces libsentencepiece keeps as
+// they are (tok512's normalizer removes extra whitespace, which its GGUF
+// metadata cannot say and llama.cpp never does).
+void ExpectGoldens(const Tokenizer& tok, const std::string& golden_path,
+                   bool keep_whitespace = false) {
+  for (const Golden& g : LoadGolden(golden_path)) {
+    if (keep_whitespace && (g.text.find("  ") != std::string::npos ||
+                            (!g.text.empty() && (g.text.front() == ' ' || g.text.back() == ' ')))) {
+      continue;
+    }
+    auto ids = tok.Encode(g.text);
+    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+    EXPECT_EQ(*ids, g.ids) << "text '" << g.text << "'";
+  }
+}
+
+TEST(GgufTokenizer, LlamaSentencePieceEncodesTheLlama2Goldens) {
+  GgufWriter w;
+  AddSpmTokenizer(&w, DataPath("llama2-tokenizer/tokenizer.model"));
+  Imported m = Import(w, 32000);
+  ASSERT_TRUE(m.status.ok()) << m.status.ToString();
+  EXPECT_EQ(m.tokenizer->kind(), TokenizerKind::kSentencePiece);
+  EXPECT_EQ(m.tokenizer->vocab_size(), 32000);
+  EXPECT_EQ(m.tokenizer->bos_id(), 1);
+  EXPECT_EQ(m.tokenizer->eos_id(), 2);
+  EXPECT_TRUE(m.config.add_bos);
+  EXPECT_EQ(m.config.stop_token_ids, std::vector<int32_t>({2}));
+  ExpectGoldens(*m.tokenizer, DataPath("llama2-tokenizer/golden.jsonl"));
+}
+
+TEST(GgufTokenizer, LlamaSentencePieceEncodesTheTok512Goldens) {
+  GgufWriter w;
+  AddSpmTokenizer(&w, DataPath("stories260K/tok512.model"));
+  Imported m = Import(w, 512);
+  ASSERT_TRUE(m.status.ok()) << m.status.ToString();
+  ExpectGoldens(*m.tokenizer, DataPath("stories260K/tok512-golden.jsonl"),
+                /*keep_whitespace=*/true);
+}
+
+// tokenizer.ggml.* as llama.cpp writes Qwen3's tokenizer.json: tokens by
+// id (byte-level text; added tokens as written), control / user-defined
+// types for the special / other added tokens, merges "a b".
+GgufWriter Qwen3Tokenizer(const std::string& pre) {
+  auto json = ParseJson(ReadFile(DataPath("qwen3-tokenizer/tokenizer.json")), "tokenizer.json");
+  EXPECT_TRUE(json.ok());
+  const Json& model = (*json)["model"];
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+    const size_t id = it.value().get<size_t>();
+    if (tokens.size() <= id) tokens.resize(id + 1), types.resize(id + 1, 1);
+    tokens[id] = it.key();
+  }
+  for (const Json& a : (*json)["added_tokens"]) {
+    const size_t id = a["id"].get<size_t>();
+    if (tokens.size() <= id) tokens.resize(id + 1), types.resize(id + 1, 1);
+    tokens[id] = a["content"].get<std::string>();
+    types[id] = a["special"].get<bool>() ? 3 : 4;
+  }
+  std::vector<std::string> merges;
+  for (const Json& m : model["merges"]) {
+    merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+  }
+  auto config = ParseJson(ReadFile(DataPath("qwen3-tokenizer/tokenizer_config.json")), "config");
+  EXPECT_TRUE(config.ok());
+  GgufWriter w;
+  w.Str("tokenizer.ggml.model", "gpt2");
+  w.Str("tokenizer.ggml.pre", pre);
+  w.StrArray("tokenizer.ggml.tokens", tokens);
+  w.Array("tokenizer.ggml.token_type", kI32, types);
+  w.StrArray("tokenizer.ggml.merges", merges);
+  w.U32("tokenizer.ggml.eos_token_id", 151645);
+  w.U32("tokenizer.ggml.padding_token_id", 151643);
+  w.Bool("tokenizer.ggml.add_bos_token", false);
+  w.Str("tokenizer.chat_template", (*config)["chat_template"].get<std::string>());
+  return w;
+}
+
+TEST(GgufTokenizer, ByteLevelBpeEncodesTheQwen3Goldens) {
+  Imported m = Import(Qwen3Tokenizer("qwen2"), 151936);
+  ASSERT_TRUE(m.status.ok()) << m.status.ToString();
+  EXPECT_EQ(m.tokenizer->kind(), TokenizerKind::kByteLevelBpe);
+  EXPECT_EQ(m.tokenizer->vocab_size(), 151669);
+  EXPECT_FALSE(m.config.add_bos);
+  EXPECT_EQ(m.config.eos_id, 151645);
+  EXPECT_EQ(m.config.chat_template_kind, "qwen3");
+  EXPECT_TRUE(m.tokenizer->IsSpecial(151645));
+  ExpectGoldens(*m.tokenizer, DataPath("qwen3-tokenizer/golden.jsonl"));
+  auto ids = m.tokenizer->Encode("<|im_start|>user<think>");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, std::vector<int32_t>({151644, 872, 151667}));
+}
+
+TEST(GgufTokenizer, RefusesUnknownPreTokenizersAndModels) {
+  Imported m = Import(Qwen3Tokenizer("default"), 151936);
+  ASSERT_FALSE(m.status.ok());
+  EXPECT_EQ(m.status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(m.status.message().find("tokenizer.ggml.pre 'default' is not a pre-tokenizer Pocket "
+                                    "implements (gpt2, qwen2,"),
+            std::string::npos)
+      << m.status.ToString();
+  GgufWriter w;
+  w.Str("tokenizer.ggml.model", "bert");
+  w.StrArray("tokenizer.ggml.tokens", {"a"});
+  m = Import(w, 1);
+  ASSERT_FALSE(m.status.ok());
+  EXPECT_NE(m.status.message().find("tokenizer.ggml.model 'bert' is not supported"),
+            std::string::npos)
+      << m.status.ToString();
+}
+
+TEST(GgufTokenizer, RefusesIdsOutsideTheVocabulary) {
+  GgufWriter w;
+  w.Str("tokenizer.ggml.model", "gpt2");
+  w.Str("tokenizer.ggml.pre", "qwen2");
+  w.StrArray("tokenizer.ggml.tokens", {"a", "b"});
+  w.StrArray("tokenizer.ggml.merges", {});
+  w.U32("tokenizer.ggml.eos_token_id", 7);
+  Imported m = Import(w, 2);
+  ASSERT_FALSE(m.status.ok());
+  EXPECT_NE(m.status.message().find("tokenizer.ggml.eos_token_id = 7 is past the last token (1)"),
+            std::string::npos)
+      << m.status.ToString();
+}
+
+}  // namespace
+}  // namespace pocket
