@@ -21,6 +21,7 @@
 // (docs/format.md, "Fuzzing").
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -87,7 +88,9 @@ void Exercise(const std::vector<uint8_t>& bytes) {
 // The stories260K model's bytes, read once.
 const std::vector<uint8_t>& SeedModel() {
   static const std::vector<uint8_t> bytes = [] {
-    auto f = pocket::PocketFile::Open(pocket::fuzz::StoriesModelPath());
+    const std::string path = pocket::fuzz::ConvertStoriesModel();
+    auto f = pocket::PocketFile::Open(path);
+    std::remove(path.c_str());
     if (!f.ok()) __builtin_trap();
     return std::vector<uint8_t>((*f)->bytes(), (*f)->bytes() + (*f)->size());
   }();

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -49,19 +50,21 @@ void WriteAll(const std::string& path, const std::string& bytes) {
   std::fclose(f);
 }
 
+// Files live only while Session::Save or Load needs them: libFuzzer ends
+// without running destructors or atexit handlers.
 struct Fixture {
   std::unique_ptr<pocket::Model> model;
   std::unique_ptr<pocket::Session> session;
-  std::string input_path = pocket::fuzz::TempPath("input.state");
-  std::string check_path = pocket::fuzz::TempPath("check.state");
-  std::string saved_path = pocket::fuzz::TempPath("saved.state");
+  std::string path = pocket::fuzz::TempPath("session.state");
   std::string saved;  // the session's state before every input
   size_t header = 0;  // bytes of the state's header for this model
 
   Fixture() {
+    const std::string model_path = pocket::fuzz::ConvertStoriesModel();
     pocket::ModelOptions model_options;
     model_options.threads = 1;
-    auto m = pocket::Model::Load(pocket::fuzz::StoriesModelPath(), model_options);
+    auto m = pocket::Model::Load(model_path, model_options);
+    std::remove(model_path.c_str());  // the model keeps its mapping
     if (!m.ok()) __builtin_trap();
     model = std::move(m).value();
     pocket::SessionOptions options;
@@ -71,30 +74,33 @@ struct Fixture {
     if (!session->Eval({1, 403, 407, 261, 378}, pocket::LogitsMode::kLast, &logits).ok()) {
       __builtin_trap();
     }
-    if (!session->Save(saved_path).ok()) __builtin_trap();
-    saved = ReadAll(saved_path);
+    saved = SavedNow();
     uint32_t layers = 0;
     std::memcpy(&layers, saved.data() + kLayerCountAt, sizeof(layers));
     header = kLayerCountAt + sizeof(layers) + 2 * sizeof(uint32_t) * layers;
   }
 
-  ~Fixture() {
-    for (const std::string& p : {input_path, check_path, saved_path}) std::remove(p.c_str());
+  std::string SavedNow() {
+    if (!session->Save(path).ok()) __builtin_trap();
+    std::string bytes = ReadAll(path);
+    std::remove(path.c_str());
+    return bytes;
   }
 
-  std::string SavedNow() {
-    if (!session->Save(check_path).ok()) __builtin_trap();
-    return ReadAll(check_path);
+  pocket::Status Load(const std::string& bytes) {
+    WriteAll(path, bytes);
+    pocket::Status s = session->Load(path);
+    std::remove(path.c_str());
+    return s;
   }
 
   void Try(const std::string& bytes) {
-    WriteAll(input_path, bytes);
-    if (!session->Load(input_path).ok()) {
+    if (!Load(bytes).ok()) {
       if (SavedNow() != saved) __builtin_trap();  // a refusal changed the session
       return;
     }
     if (SavedNow() != bytes) __builtin_trap();  // the loaded state does not round-trip
-    if (!session->Load(saved_path).ok()) __builtin_trap();
+    if (!Load(saved).ok()) __builtin_trap();
   }
 
   // The model's header, then the input's bytes after its own header (less
