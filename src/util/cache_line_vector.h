@@ -2,12 +2,12 @@
 //
 // The executor's activation buffers are written by several threads at once,
 // each its own rows (a Linear's 16-row blocks, attention's kv heads). With
-// malloc's 16-byte alignment the rows at a boundary shared a 64-byte line,
-// and the threads took turns owning it: decode attention adds into its
-// output rows once per 64-position block, so on 2 threads the shared line
-// moved between the cores about 8 times per layer, and a decode step over
-// 512 positions took 7.4-7.5 us instead of 6.4-6.6 (docs/performance.md,
-// fifteenth pass).
+// malloc's 16-byte alignment the rows at a boundary would share a 64-byte
+// line, and the threads would take turns owning it: decode attention adds
+// into its output rows once per 64-position block, so on 2 threads a shared
+// line moves between the cores about 8 times per layer, and a decode step
+// over 512 positions takes 7.4-7.5 us instead of 6.4-6.6
+// (docs/performance.md).
 #pragma once
 
 #include <cstddef>

@@ -94,12 +94,14 @@ bool MatrixExtensionMultipliesBf16();
 // How far ahead of the weights it is reading decode's rows16 GEMV asks for
 // their lines into L2, in bytes (0: it leaves them to the hardware
 // prefetchers). On Intel x86 CPUs the default is 3072: on this project's
-// Intel Xeon (AVX3_DL, AMX) hints 3 KB ahead cut decode's Linear time by
-// 10-12% on 1 thread and 17-18% on 2, in huge pages or mapped (2 KB and
-// 4-6 KB less, L1 hints less, non-temporal ones took 1.5x the time;
-// docs/performance.md, twenty-ninth pass). Elsewhere 0: on AMD's Zen 4 and
-// Zen 5 hints 2-18 KB ahead measured no gain or a loss (earlier passes),
-// and on Arm they are not measured. SetDecodeReadAhead overrides the
+// Intel Xeon (AVX3_DL, AMX) the hardware prefetchers alone leave each
+// thread's stream at about 12 GB/s where the read probe reads 16, and hints
+// 3 KB ahead cut decode's Linear time by 10-12% on 1 thread and 17-18% on
+// 2, in huge pages or mapped (2 KB and 4-6 KB gain less, L1 hints less,
+// non-temporal ones take 1.5x the time; docs/performance.md, "What each
+// optimisation does"). Elsewhere 0: on AMD's Zen 4 and Zen 5 hints
+// 2-18 KB ahead measure no gain or a loss, and on Arm they are not
+// measured. SetDecodeReadAhead overrides the
 // default for the process (tests, experiments; ~size_t{0} restores it).
 size_t DefaultDecodeReadAhead();
 size_t DecodeReadAhead();
