@@ -177,7 +177,7 @@ StatusOr<StoredTensor> StoreTensor(const SourceTensor& src, const QuantOptions& 
 uint64_t LayersHeld(const std::vector<SourceTensor>& tensors) {
   constexpr char kPrefix[] = "blk.";
   constexpr size_t kPrefixLength = sizeof(kPrefix) - 1;
-  uint64_t layers = 0;
+  std::set<uint64_t> layers;
   for (const SourceTensor& t : tensors) {
     if (t.name.compare(0, kPrefixLength, kPrefix) != 0) continue;
     // Up to 9 digits: the layer index fits an int32 like n_layers.
@@ -186,9 +186,9 @@ uint64_t LayersHeld(const std::vector<SourceTensor>& tensors) {
     while (i < t.name.size() && i < kPrefixLength + 9 && t.name[i] >= '0' && t.name[i] <= '9') {
       n = n * 10 + static_cast<uint64_t>(t.name[i++] - '0');
     }
-    if (i > kPrefixLength) layers = std::max(layers, n + 1);
+    if (i > kPrefixLength) layers.insert(n);
   }
-  return layers;
+  return layers.size();
 }
 
 Status ValidateQuantOptions(const QuantOptions& q) {

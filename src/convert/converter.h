@@ -98,9 +98,10 @@ struct SourceModel {
   std::vector<SourceTensor> tensors;
 };
 
-// How many layers `tensors` hold: one more than the highest N of their
-// blk.N. names, 0 when none has one. The config's n_layers is checked
-// against it before anything is sized from the config.
+// How many layers `tensors` hold: the number of distinct N among their
+// blk.N. names. The config's n_layers is checked against it before anything
+// is sized from the config, so what is sized stays proportional to the
+// tensors given.
 uint64_t LayersHeld(const std::vector<SourceTensor>& tensors);
 
 // Called once per tensor before it is converted (index counts from 0).

@@ -440,8 +440,8 @@ StatusOr<SourceModel> ImportHfDirectory(const std::string& dir) {
   const uint64_t held = LayersHeld(model.tensors);
   if (static_cast<uint64_t>(c.n_layers) > held) {
     return Errorf(StatusCode::kInvalidArgument,
-                  "config.json: num_hidden_layers = %d but the checkpoint holds %llu layers "
-                  "(model.layers.N); the config does not describe these weights",
+                  "config.json: num_hidden_layers = %d but the checkpoint holds tensors of %llu "
+                  "layers (model.layers.N); the config does not describe these weights",
                   c.n_layers, static_cast<unsigned long long>(held));
   }
   c.provenance_json = prov.ToJson();

@@ -133,13 +133,19 @@ TEST(ConvertErrors, MissingTensorIsListed) {
   const std::string dir = MakeTempDir("st");
   WriteFile(dir + "/config.json", ReadFile(DataPath("stories260K-hf/config.json")));
   WriteFile(dir + "/tokenizer.model", ReadFile(DataPath("stories260K-hf/tokenizer.model")));
-  // One tensor of the last layer: the config's 5 layers are backed, the
-  // rest is missing.
-  const std::string header =
-      R"({"model.layers.4.input_layernorm.weight": {"dtype": "F32", "shape": [64], "data_offsets": [0, 256]}})";
+  // One tensor of each of the config's 5 layers; the rest is missing.
+  std::string header = "{";
+  for (int l = 0; l < 5; ++l) {
+    header += (l ? ", " : "") + std::string("\"model.layers.") + std::to_string(l) +
+              ".input_layernorm.weight\": {\"dtype\": \"F32\", \"shape\": [64], "
+              "\"data_offsets\": [" +
+              std::to_string(256 * l) + ", " + std::to_string(256 * (l + 1)) + "]}";
+  }
+  header += "}";
   std::string bytes(8, '\0');
-  bytes[0] = static_cast<char>(header.size());
-  WriteFile(dir + "/model.safetensors", bytes + header + std::string(256, '\0'));
+  bytes[0] = static_cast<char>(header.size() & 0xff);
+  bytes[1] = static_cast<char>(header.size() >> 8);
+  WriteFile(dir + "/model.safetensors", bytes + header + std::string(5 * 256, '\0'));
   const Status s = Convert(dir);
   ExpectErrorMentions(s, {"missing", "token_embd.weight", "blk.4.ffn_down.weight"});
 }
@@ -152,7 +158,23 @@ TEST(ConvertErrors, NumHiddenLayersBeyondTheCheckpoint) {
   const Status s = Convert(dir);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   ExpectErrorMentions(s, {"config.json: num_hidden_layers = 1000000000 but the checkpoint holds "
-                          "5 layers"});
+                          "tensors of 5 layers"});
+}
+
+TEST(ConvertErrors, NumHiddenLayersBeyondTheLayersPresent) {
+  // A tensor of layer 999999 does not back a million layers.
+  const std::string dir = MakeTempDir("st");
+  WriteFile(dir + "/config.json", ReadFile(DataPath("stories260K-hf/config.json")));
+  WriteFile(dir + "/tokenizer.model", ReadFile(DataPath("stories260K-hf/tokenizer.model")));
+  SetKey(dir, "num_hidden_layers", "1000000");
+  const std::string header =
+      R"({"model.layers.999999.input_layernorm.weight": {"dtype": "F32", "shape": [64], "data_offsets": [0, 256]}})";
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(header.size());
+  WriteFile(dir + "/model.safetensors", bytes + header + std::string(256, '\0'));
+  const Status s = Convert(dir);
+  ExpectErrorMentions(s, {"num_hidden_layers = 1000000 but the checkpoint holds tensors of 1 "
+                          "layers"});
 }
 
 TEST(ConvertErrors, WriterRefusesALayerCountTheTensorsLack) {
