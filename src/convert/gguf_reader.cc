@@ -369,13 +369,15 @@ Status GgufFile::Parse() {
   // tensor info at least 32 (name length, dim count, one dim, type, offset).
   if (n_kv > c.left() / 13) {
     return Errorf(StatusCode::kCorruptFile,
-                  "the header claims %llu metadata pairs, more than the file's %llu bytes can hold",
+                  "the header claims %llu metadata pairs, more than the file's %llu bytes can hold "
+                  "(truncated?)",
                   static_cast<ull>(n_kv), static_cast<ull>(size_));
   }
   if (n_tensors > c.left() / 32) {
-    return Errorf(StatusCode::kCorruptFile,
-                  "the header claims %llu tensors, more than the file's %llu bytes can hold",
-                  static_cast<ull>(n_tensors), static_cast<ull>(size_));
+    return Errorf(
+        StatusCode::kCorruptFile,
+        "the header claims %llu tensors, more than the file's %llu bytes can hold (truncated?)",
+        static_cast<ull>(n_tensors), static_cast<ull>(size_));
   }
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string_view key;

@@ -6,12 +6,14 @@
 #include <memory>
 #include <string>
 
+#include "convert/gguf_reader.h"
 #include "format/model_config.h"
 #include "format/reader.h"
 #include "runtime/devices.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/pocket/args.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/inspect_gguf.h"
 #include "util/json_util.h"
 
 namespace pocket::cli {
@@ -24,8 +26,9 @@ const char* kUsage =
     "       pocket inspect --devices\n"
     "\n"
     "Shows a .pocket file's header, sections, config, tokenizer, tensor table,\n"
-    "parameter count and bits per weight; or the compute devices this build\n"
-    "can use (CPU kernel target, OpenCL platforms and devices).\n"
+    "parameter count and bits per weight; a GGUF file's metadata and tensors\n"
+    "per type; or the compute devices this build can use (CPU kernel target,\n"
+    "OpenCL platforms and devices).\n"
     "\n"
     "  --json      print one JSON object instead of text\n"
     "  --devices   list compute devices instead of reading a file\n";
@@ -203,6 +206,7 @@ int CmdInspect(int argc, char** argv) {
     return kExitUsage;
   }
   const std::string& path = args.positional()[0];
+  if (GgufFile::HasMagic(path)) return InspectGguf(path, args.Has("--json"));
   StatusOr<std::unique_ptr<PocketFile>> file = PocketFile::Open(path);
   if (!file.ok()) {
     std::fprintf(stderr, "pocket inspect: %s\n", file.status().ToString().c_str());
