@@ -2,6 +2,10 @@
 // a conversion prints what it did per type; malformed files (truncated,
 // lying offsets and counts, unknown types, huge strings) end with exit 1
 // and a message naming what is wrong.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -59,6 +63,32 @@ TEST_F(GgufCli, ConvertsAndReportsPerType) {
   r = RunCli("run -m " + dir_ + "/stories.pocket -p \"Once upon a time\" -n 8 --temp 0", "",
              /*with_stderr=*/true);
   EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// `pocket run -m model.gguf` converts at load into $TMPDIR, removes the
+// temporary file, and generates what the converted .pocket file does.
+TEST_F(GgufCli, RunsAGgufDirectly) {
+  ASSERT_EQ(Convert("stories", StoriesGguf(StoriesArch::kLlama, kGgmlQ8_0)).exit_code, 0);
+  const std::string tmp = dir_ + "/tmp";
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0700), 0);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  const std::string prompt = " -p \"Once upon a time\" -n 24 --temp 0";
+  const testing::CliOutput direct = RunCli("run -m " + dir_ + "/stories.gguf" + prompt);
+  const testing::CliOutput noted =
+      RunCli("run -m " + dir_ + "/stories.gguf" + prompt, "", /*with_stderr=*/true);
+  if (old) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  const testing::CliOutput converted = RunCli("run -m " + dir_ + "/stories.pocket" + prompt);
+  EXPECT_EQ(direct.exit_code, 0) << noted.out;
+  EXPECT_EQ(converted.exit_code, 0);
+  EXPECT_EQ(direct.out, converted.out);
+  EXPECT_NE(noted.out.find("converting the GGUF file"), std::string::npos) << noted.out;
+  EXPECT_EQ(::rmdir(tmp.c_str()), 0) << "a temporary file was left in " << tmp;
 }
 
 TEST_F(GgufCli, MalformedFilesExitWithOne) {

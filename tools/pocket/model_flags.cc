@@ -7,6 +7,7 @@
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/thread_pool.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/gguf_model.h"
 
 namespace pocket::cli {
 
@@ -28,7 +29,8 @@ std::vector<std::string> SamplingValueFlags() {
 }
 
 const char kModelFlagsHelp[] =
-    "  -m, --model FILE      the .pocket model (required)\n"
+    "  -m, --model FILE      the .pocket model (required; a GGUF file is converted\n"
+    "                        at load)\n"
     "  -t, --threads N       compute threads (default 0: one per physical core of\n"
     "                        the fast cores, e.g. a phone's big cores)\n"
     "  --kv f16|bf16|q8|f32  KV cache element type (default bf16 where attention\n"
@@ -135,7 +137,11 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
   options.huge_pages = args.Has("--huge-pages");
   options.backend = args.Get("--backend", "cpu");
   const auto start = std::chrono::steady_clock::now();
-  auto model = Model::Load(path, options);
+  std::string converted;  // a GGUF's temporary .pocket file
+  if (const int rc = ConvertGgufForLoading(path, &converted); rc != kExitOk) return rc;
+  auto model = Model::Load(converted.empty() ? path : converted, options);
+  // Loaded models map their file, which stays readable once unlinked.
+  if (!converted.empty()) std::remove(converted.c_str());
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n", model.status().ToString().c_str());
     return kExitError;
