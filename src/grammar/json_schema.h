@@ -1,0 +1,29 @@
+// JSON Schema (draft 2020-12 keywords, and draft-07's "definitions")
+// compiled to a grammar whose strings are JSON texts that the schema
+// accepts. docs/structured-output.md lists the subset; a keyword outside it
+// is an InvalidArgument error naming the keyword and where it is, never
+// ignored. The output is compact JSON with optional whitespace between
+// tokens (at most kMaxWhitespace characters in a row), object members in
+// the order of their names (the JSON parser keeps no member order).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "grammar/grammar.h"
+#include "util/json_util.h"
+#include "util/status.h"
+
+namespace pocket {
+namespace grammar {
+
+constexpr int kMaxWhitespace = 16;
+
+StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(std::string_view schema_json);
+StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchemaValue(const Json& schema);
+
+// Any JSON value (what `{}` compiles to).
+std::shared_ptr<const Grammar> JsonGrammar();
+
+}  // namespace grammar
+}  // namespace pocket

@@ -1,0 +1,137 @@
+#include "grammar/token_mask.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace pocket {
+namespace grammar {
+
+TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vector<bool>& usable)
+    : vocab_(static_cast<int32_t>(token_bytes.size())), tokens_(token_bytes) {
+  std::vector<int32_t> order;
+  for (int32_t id = 0; id < vocab_; ++id) {
+    // A node's depth is 16 bits: no real token comes near 65,535 bytes.
+    const bool fits = !tokens_[id].empty() && tokens_[id].size() <= 0xFFFF;
+    if (fits && (id >= static_cast<int32_t>(usable.size()) || usable[id])) {
+      order.push_back(id);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return tokens_[a] != tokens_[b] ? tokens_[a] < tokens_[b] : a < b;
+  });
+  // In sorted order a token shares with the previous one exactly the path
+  // of their common prefix: close the nodes below it, open the rest.
+  std::vector<uint32_t> path;  // node index per depth - 1
+  const std::string* prev = nullptr;
+  for (int32_t id : order) {
+    const std::string& t = tokens_[id];
+    size_t common = 0;
+    if (prev != nullptr) {
+      const size_t n = std::min(prev->size(), t.size());
+      while (common < n && (*prev)[common] == t[common]) ++common;
+    }
+    while (path.size() > common) {
+      skip_[path.back()] = static_cast<uint32_t>(bytes_.size());
+      path.pop_back();
+    }
+    for (size_t d = common; d < t.size(); ++d) {
+      path.push_back(static_cast<uint32_t>(bytes_.size()));
+      bytes_.push_back(static_cast<uint8_t>(t[d]));
+      depth_.push_back(static_cast<uint16_t>(d + 1));
+      skip_.push_back(0);
+      id_begin_.push_back(static_cast<uint32_t>(ids_.size()));
+    }
+    // Tokens arrive in node order, so each node's ids are contiguous.
+    ids_.push_back(id);
+    max_depth_ = std::max(max_depth_, t.size());
+    prev = &t;
+  }
+  while (!path.empty()) {
+    skip_[path.back()] = static_cast<uint32_t>(bytes_.size());
+    path.pop_back();
+  }
+  id_begin_.push_back(static_cast<uint32_t>(ids_.size()));
+}
+
+void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mask) const {
+  mask->assign((static_cast<size_t>(vocab_) + 63) / 64, 0);
+  uint64_t* bits = mask->data();
+  std::vector<int32_t> states(max_depth_ + 1);
+  states[0] = state;
+  const size_t n = bytes_.size();
+  for (size_t i = 0; i < n;) {
+    const uint16_t d = depth_[i];
+    const int32_t s = matcher->Step(states[d - 1], bytes_[i]);
+    if (s == Matcher::kDead) {
+      i = skip_[i];
+      continue;
+    }
+    states[d] = s;
+    for (uint32_t k = id_begin_[i]; k < id_begin_[i + 1]; ++k) {
+      const int32_t id = ids_[k];
+      bits[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+    ++i;
+  }
+}
+
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar,
+                         std::shared_ptr<const TokenTrie> trie, std::vector<int32_t> end_ids)
+    : matcher_(std::move(grammar)), trie_(std::move(trie)), end_ids_(std::move(end_ids)) {}
+
+bool TokenMasker::IsEnd(int32_t id) const {
+  return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
+}
+
+const std::vector<uint64_t>& TokenMasker::Mask() {
+  const int32_t state = matcher_.state();
+  auto it = masks_.find(state);
+  if (it != masks_.end()) return it->second;
+  std::vector<uint64_t> mask;
+  trie_->Fill(&matcher_, state, &mask);
+  for (int32_t id : end_ids_) {
+    if (id < 0 || id >= trie_->vocab_size()) continue;
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    if (matcher_.Accepting(state)) {
+      mask[id >> 6] |= bit;
+    } else {
+      mask[id >> 6] &= ~bit;
+    }
+  }
+  return masks_.emplace(state, std::move(mask)).first->second;
+}
+
+void TokenMasker::Apply(float* logits, int32_t vocab) {
+  const std::vector<uint64_t>& mask = Mask();
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const int32_t n = std::min(vocab, trie_->vocab_size());
+  for (int32_t w = 0; w * 64 < n; ++w) {
+    const uint64_t bits = mask[w];
+    if (bits == ~uint64_t{0}) continue;
+    const int32_t end = std::min(n, (w + 1) * 64);
+    for (int32_t id = w * 64; id < end; ++id) {
+      if (!((bits >> (id & 63)) & 1)) logits[id] = neg_inf;
+    }
+  }
+  // Ids past the trie's vocabulary (a model whose embedding has padding
+  // rows) have no bytes: never allowed.
+  for (int32_t id = n; id < vocab; ++id) logits[id] = neg_inf;
+}
+
+Status TokenMasker::Accept(int32_t id) {
+  if (IsEnd(id)) {
+    if (matcher_.IsComplete()) return Status::Ok();
+    return Errorf(StatusCode::kInvalidArgument,
+                  "grammar: end-of-sequence token %d before the grammar is complete", id);
+  }
+  const std::vector<uint64_t>& mask = Mask();
+  if (id < 0 || id >= trie_->vocab_size() || !((mask[id >> 6] >> (id & 63)) & 1) ||
+      !matcher_.AcceptBytes(trie_->token(id))) {
+    return Errorf(StatusCode::kInvalidArgument, "grammar: token %d is not allowed here", id);
+  }
+  return Status::Ok();
+}
+
+}  // namespace grammar
+}  // namespace pocket
