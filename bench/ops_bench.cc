@@ -177,7 +177,11 @@ void AttentionCase(benchmark::State& state, bool cold_kv) {
   const std::vector<float> q = RandomActivations(n * heads * head_dim);
   // On a cache line, as the executor's buffers are: the kv heads' tasks
   // write neighbouring rows.
-  CacheLineVector<float> out(n * heads * head_dim);
+  CacheLineBuffer<float> out;
+  if (!out.Reset(n * heads * head_dim)) {
+    state.SkipWithError("out of memory");
+    return;
+  }
   std::vector<uint8_t> evict(cold_kv ? size_t{64} << 20 : 0);
   const size_t tasks = pool.NumThreads(), share = evict.size() / tasks;
   for (auto _ : state) {

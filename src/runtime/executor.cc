@@ -34,10 +34,9 @@ size_t TempFloats(const Plan& plan, size_t rows, size_t tail_rows) {
 }
 
 // Resizes to exactly `size` floats when it must grow: scratch holds nothing
-// between runs, and an exact size keeps the budget's count exact.
-void Grow(CacheLineVector<float>* v, size_t size) {
-  if (v->size() < size) CacheLineVector<float>(size).swap(*v);
-}
+// between runs, and an exact size keeps the budget's count exact. False
+// where the memory cannot be had.
+bool Grow(CacheLineBuffer<float>* v, size_t size) { return v->size() >= size || v->Reset(size); }
 
 }  // namespace
 
@@ -50,26 +49,37 @@ size_t Executor::ScratchBytesFor(const Plan& plan, size_t n, Output output) {
   return floats * sizeof(float) + n * sizeof(int32_t);
 }
 
-void Executor::EnsureRows(size_t n, Output output) {
+Status Executor::EnsureRows(size_t n, Output output) {
   const size_t tail_rows = std::max(tail_rows_, TailRows(n, output));
   n = std::max(n, rows_);
-  if (n == rows_ && tail_rows == tail_rows_) return;
+  if (n == rows_ && tail_rows == tail_rows_) return Status::Ok();
   slots_.resize(plan_->slot_width.size());
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    Grow(&slots_[s], (plan_->slot_tail_only[s] ? tail_rows : n) * plan_->slot_width[s]);
+  bool grown = true;
+  for (size_t s = 0; s < slots_.size() && grown; ++s) {
+    grown = Grow(&slots_[s], (plan_->slot_tail_only[s] ? tail_rows : n) * plan_->slot_width[s]);
   }
-  Grow(&temp_, TempFloats(*plan_, n, tail_rows));
-  Grow(&rope_table_, n * RopeTableRowFloats(*plan_));
+  grown = grown && Grow(&temp_, TempFloats(*plan_, n, tail_rows)) &&
+          Grow(&rope_table_, n * RopeTableRowFloats(*plan_));
+  if (!grown) {
+    // What did grow is given back too: the next run starts from nothing.
+    ReleaseScratch();
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "out of memory: the scratch buffers for %zu tokens need %zu bytes, which the "
+                  "process or the system cannot give; free memory or raise the process's limit "
+                  "(ulimit -v)",
+                  n, ScratchBytesFor(*plan_, n, output));
+  }
   positions_.reserve(n);
   rows_ = n;
   tail_rows_ = tail_rows;
+  return Status::Ok();
 }
 
 void Executor::ReleaseScratch() {
   // Moved-from temporaries: assigning {} would keep the capacity.
-  slots_ = std::vector<CacheLineVector<float>>();
-  temp_ = CacheLineVector<float>();
-  rope_table_ = CacheLineVector<float>();
+  slots_ = std::vector<CacheLineBuffer<float>>();
+  temp_ = CacheLineBuffer<float>();
+  rope_table_ = CacheLineBuffer<float>();
   positions_ = std::vector<int32_t>();
   rows_ = 0;
   tail_rows_ = 0;
@@ -77,9 +87,9 @@ void Executor::ReleaseScratch() {
 }
 
 size_t Executor::scratch_bytes() const {
-  size_t floats = temp_.capacity();
-  for (const auto& s : slots_) floats += s.capacity();
-  floats += rope_table_.capacity();
+  size_t floats = temp_.size();
+  for (const auto& s : slots_) floats += s.size();
+  floats += rope_table_.size();
   return floats * sizeof(float) + positions_.capacity() * sizeof(int32_t);
 }
 
@@ -158,9 +168,9 @@ void Executor::WarmKvAppend(size_t from, size_t end, const KvCache& kv, size_t p
   }
 }
 
-void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
-                   cpu::ThreadPool* pool, float* logits) {
-  EnsureRows(n, output);
+Status Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
+                     cpu::ThreadPool* pool, float* logits) {
+  POCKET_RETURN_IF_ERROR(EnsureRows(n, output));
   positions_.resize(n);
   for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
   rope_head_dim_ = 0;  // new positions: the first Rope step builds the table
@@ -291,7 +301,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
     }
   }
 
-  if (logits_written) return;
+  if (logits_written) return Status::Ok();
   const float* result = slots_[plan_->logits_slot].data();
   if (output == Output::kLastRow) {
     const size_t last = plan_->slot_tail_only[static_cast<size_t>(plan_->logits_slot)] ? 0 : n - 1;
@@ -299,6 +309,7 @@ void Executor::Run(const int32_t* tokens, size_t n, size_t n_past, Output output
   } else if (output == Output::kAllRows) {
     std::memcpy(logits, result, n * plan_->vocab * sizeof(float));
   }
+  return Status::Ok();
 }
 
 }  // namespace pocket

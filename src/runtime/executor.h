@@ -29,9 +29,11 @@ class Executor {
   //   kNone: none are computed (the row-wise tail of the plan is skipped);
   //   kLastRow: the last token's [vocab] go to logits[0, vocab);
   //   kAllRows: [n, vocab] go to logits.
+  // Fails with BudgetExceeded, before computing anything, where the scratch
+  // buffers must grow for n rows and the memory cannot be had.
   enum class Output { kNone, kLastRow, kAllRows };
-  void Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
-           cpu::ThreadPool* pool, float* logits);
+  Status Run(const int32_t* tokens, size_t n, size_t n_past, Output output, KvCache* kv,
+             cpu::ThreadPool* pool, float* logits);
 
   // Adds every step's wall time to *times from the next Run on (null: no
   // timing, the default). Not owned.
@@ -46,7 +48,7 @@ class Executor {
   static size_t ScratchBytesFor(const Plan& plan, size_t n, Output output);
 
  private:
-  void EnsureRows(size_t n, Output output);
+  Status EnsureRows(size_t n, Output output);
   // The rope table of this run's positions for step s (row i: positions_[i]),
   // built on the pool when s's angles differ from the last Rope step's.
   const float* RopeTableFor(const PlanStep& s, cpu::ThreadPool* pool);
@@ -61,13 +63,13 @@ class Executor {
   cpu::AttentionMath attention_math_;
   size_t rows_ = 0;       // rows every buffer can hold
   size_t tail_rows_ = 0;  // rows the tail-only slots can hold
-  std::vector<CacheLineVector<float>> slots_;
-  CacheLineVector<float> temp_;  // for ops whose output aliases an input
+  std::vector<CacheLineBuffer<float>> slots_;
+  CacheLineBuffer<float> temp_;  // for ops whose output aliases an input
   std::vector<int32_t> positions_;
   // Every layer rotates q and k at the same positions with the same angles,
   // so one table per run serves them all (cpu::RopeTable); the key says
   // which angles it holds, rope_head_dim_ 0 meaning none yet.
-  CacheLineVector<float> rope_table_;
+  CacheLineBuffer<float> rope_table_;
   size_t rope_head_dim_ = 0;
   float rope_theta_ = 0.0f;
   RopeStyle rope_style_ = RopeStyle::kNeox;

@@ -251,7 +251,8 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
       POCKET_RETURN_IF_ERROR(device_->Run(tokens.data() + start, len, position(), out, dst));
 #endif
     } else {
-      executor_.Run(tokens.data() + start, len, position(), out, &kv_, model_->pool(), dst);
+      POCKET_RETURN_IF_ERROR(
+          executor_.Run(tokens.data() + start, len, position(), out, &kv_, model_->pool(), dst));
     }
     tokens_.insert(tokens_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start),
                    tokens.begin() + static_cast<std::ptrdiff_t>(start + len));
