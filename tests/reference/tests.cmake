@@ -32,11 +32,23 @@ if(_pocket_ref_problem STREQUAL "")
   set_tests_properties(reference_hf_logits PROPERTIES
     TIMEOUT 1200 LABELS "reference"
     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  # GGUF files of the same tiny models, converted: logits within 1e-3 of the
+  # reference on the GGUF's dequantized weights.
+  add_test(NAME reference_gguf_logits
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reference/gguf_reference.py
+                   ${POCKET_CLI_COMMAND} ${CMAKE_BINARY_DIR}/reference-gguf-work)
+  set_tests_properties(reference_gguf_logits PROPERTIES
+    TIMEOUT 600 LABELS "reference"
+    ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 else()
   # Never skip silently: the test exists and fails with the reason.
   message(WARNING "reference_hf_logits will fail: ${_pocket_ref_problem}")
   add_test(NAME reference_hf_logits
            COMMAND ${CMAKE_COMMAND} -E echo "reference_hf_logits cannot run: ${_pocket_ref_problem}")
   set_tests_properties(reference_hf_logits PROPERTIES
+    LABELS "reference" FAIL_REGULAR_EXPRESSION "cannot run")
+  add_test(NAME reference_gguf_logits
+           COMMAND ${CMAKE_COMMAND} -E echo "reference_gguf_logits cannot run: ${_pocket_ref_problem}")
+  set_tests_properties(reference_gguf_logits PROPERTIES
     LABELS "reference" FAIL_REGULAR_EXPRESSION "cannot run")
 endif()
