@@ -30,7 +30,7 @@ class GbnfParser {
       SkipSpace();
       if (s_.compare(pos_, 3, "::=") != 0) return Error("expected '::=' after the rule name");
       pos_ += 3;
-      Expr body;
+      Expr body = -1;
       POCKET_RETURN_IF_ERROR(Alternatives(&body));
       const int32_t rule = b_->Rule(name);
       if (b_->Defined(rule)) {
@@ -91,7 +91,7 @@ class GbnfParser {
   Status Alternatives(Expr* out) {
     std::vector<Expr> alts;
     for (;;) {
-      Expr seq;
+      Expr seq = -1;
       POCKET_RETURN_IF_ERROR(Sequence(&seq));
       alts.push_back(seq);
       if (pos_ >= s_.size() || s_[pos_] != '|') break;
@@ -106,7 +106,7 @@ class GbnfParser {
     for (;;) {
       SkipSpace();
       if (pos_ >= s_.size() || s_[pos_] == '|' || s_[pos_] == ')' || AtRuleStart()) break;
-      Expr item;
+      Expr item = -1;
       POCKET_RETURN_IF_ERROR(Primary(&item));
       POCKET_RETURN_IF_ERROR(Postfix(&item));
       items.push_back(item);

@@ -62,7 +62,7 @@ class RegexParser {
         end_ = s_.size() - 1;
       }
     }
-    Expr body;
+    Expr body = -1;
     bool top_alternation = false;
     POCKET_RETURN_IF_ERROR(Alternatives(&body, &top_alternation));
     if (pos_ < end_) return Error("unbalanced ')'");
@@ -100,7 +100,7 @@ class RegexParser {
   Status Alternatives(Expr* out, bool* had_alternation) {
     std::vector<Expr> alts;
     for (;;) {
-      Expr seq;
+      Expr seq = -1;
       POCKET_RETURN_IF_ERROR(Sequence(&seq));
       alts.push_back(seq);
       if (AtEnd() || s_[pos_] != '|') break;
@@ -114,7 +114,7 @@ class RegexParser {
   Status Sequence(Expr* out) {
     std::vector<Expr> items;
     while (!AtEnd() && s_[pos_] != '|' && s_[pos_] != ')') {
-      Expr item;
+      Expr item = -1;
       POCKET_RETURN_IF_ERROR(Atom(&item));
       POCKET_RETURN_IF_ERROR(Quantifiers(&item));
       items.push_back(item);
