@@ -40,6 +40,23 @@ if(_pocket_ref_problem STREQUAL "")
   set_tests_properties(reference_gguf_logits PROPERTIES
     TIMEOUT 600 LABELS "reference"
     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  # The default q4/q8 configuration (int8 activations, each KV type, bf16 or
+  # int8 attention as the CPU does it) against int8_reference.py, with the
+  # mutation checks that show the comparison can fail (docs/testing.md).
+  add_test(NAME reference_default_path
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reference/run_default_path_tests.py
+                   ${POCKET_CLI_COMMAND} ${CMAKE_BINARY_DIR}/reference-default-path-work)
+  set_tests_properties(reference_default_path PROPERTIES
+    TIMEOUT 1200 LABELS "reference"
+    ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  # stories260K's q8 and q4 against the unquantized model: KL, top-1 and
+  # perplexity within the bounds measured in docs/testing.md.
+  add_test(NAME reference_quality
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reference/run_quality_tests.py
+                   ${POCKET_CLI_COMMAND} ${CMAKE_BINARY_DIR}/reference-quality-work)
+  set_tests_properties(reference_quality PROPERTIES
+    TIMEOUT 600 LABELS "reference"
+    ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 else()
   # Never skip silently: the test exists and fails with the reason.
   message(WARNING "reference_hf_logits will fail: ${_pocket_ref_problem}")
@@ -51,4 +68,10 @@ else()
            COMMAND ${CMAKE_COMMAND} -E echo "reference_gguf_logits cannot run: ${_pocket_ref_problem}")
   set_tests_properties(reference_gguf_logits PROPERTIES
     LABELS "reference" FAIL_REGULAR_EXPRESSION "cannot run")
+  foreach(_name reference_default_path reference_quality)
+    add_test(NAME ${_name}
+             COMMAND ${CMAKE_COMMAND} -E echo "${_name} cannot run: ${_pocket_ref_problem}")
+    set_tests_properties(${_name} PROPERTIES
+      LABELS "reference" FAIL_REGULAR_EXPRESSION "cannot run")
+  endforeach()
 endif()
