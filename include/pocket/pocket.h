@@ -128,7 +128,10 @@ typedef struct pocket_model_options {
 #define POCKET_QUANT_MATH_F32 1
 void pocket_model_options_init(pocket_model_options* options);
 
-/* Maps and validates a .pocket file. *out is NULL on failure. */
+/* Maps and validates a .pocket file. A GGUF file (llama, qwen2, qwen3;
+ * docs/convert.md) is first converted into a temporary .pocket file, which
+ * is removed once mapped: `pocket convert` does it once instead. *out is
+ * NULL on failure. */
 pocket_status pocket_model_load(const char* path, const pocket_model_options* options,
                                 pocket_model** out);
 void pocket_model_free(pocket_model* model);

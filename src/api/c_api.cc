@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "backends/cpu/thread_pool.h"
+#include "convert/gguf_import.h"
+#include "convert/gguf_reader.h"
 #include "runtime/devices.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -286,7 +288,15 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
     if (POCKET_HAS(options, pin_threads)) opts.pin_threads = options->pin_threads != 0;
     if (POCKET_HAS(options, huge_pages)) opts.huge_pages = options->huge_pages != 0;
   }
-  auto model = pocket::Model::Load(path, opts);
+  std::string converted;  // a GGUF's temporary .pocket file
+  if (pocket::GgufFile::HasMagic(path)) {
+    auto tmp = pocket::ConvertGgufToTemporaryFile(path);
+    if (!tmp.ok()) return Fail(tmp.status());
+    converted = std::move(tmp).value();
+  }
+  auto model = pocket::Model::Load(converted.empty() ? path : converted.c_str(), opts);
+  // The model maps its file, which stays readable once unlinked.
+  if (!converted.empty()) std::remove(converted.c_str());
   if (!model.ok()) return Fail(model.status());
   *out = new pocket_model{std::move(model).value()};
   return Ok();

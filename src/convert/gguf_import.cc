@@ -1,6 +1,12 @@
 #include "convert/gguf_import.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -12,6 +18,7 @@
 #include "tokenizer/regex_split.h"
 #include "tokenizer/tokenizer.h"
 #include "util/fp16.h"
+#include "util/log.h"
 
 namespace pocket {
 namespace {
@@ -815,6 +822,31 @@ StatusOr<SourceModel> ImportGgufFile(std::shared_ptr<const GgufFile> file,
   prov.AddBytes(source, file->data(), file->size());
   c.provenance_json = prov.ToJson();
   return model;
+}
+
+StatusOr<std::string> ConvertGgufToTemporaryFile(const std::string& path) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmp =
+      std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/pocket-gguf-XXXXXX.pocket";
+  const int fd = ::mkstemps(tmp.data(), static_cast<int>(std::strlen(".pocket")));
+  if (fd < 0) {
+    return Errorf(StatusCode::kIoError,
+                  "cannot create a temporary file to convert '%s' into (%s): %s", path.c_str(),
+                  tmp.c_str(), std::strerror(errno));
+  }
+  ::close(fd);
+  Log(LogLevel::kInfo,
+      "converting the GGUF file '%s' at load; `pocket convert` writes a .pocket "
+      "file that loads without this step",
+      path.c_str());
+  ConvertOptions options;
+  options.quant.keep_source_types = true;
+  auto stats = ConvertModel(path, tmp, options);
+  if (!stats.ok()) {
+    std::remove(tmp.c_str());
+    return stats.status();
+  }
+  return tmp;
 }
 
 StatusOr<SourceModel> ImportGguf(const std::string& path) {

@@ -21,6 +21,13 @@ StatusOr<SourceModel> ImportGguf(const std::string& path);
 StatusOr<SourceModel> ImportGgufFile(std::shared_ptr<const GgufFile> file,
                                      const std::string& source);
 
+// Converts the GGUF at `path` into a new temporary .pocket file in $TMPDIR
+// (else /tmp), each tensor in its own type where .pocket has it and the
+// others as q8 (ConvertModel's default for GGUF), and returns its path. For
+// loading a GGUF directly: the caller loads the file and removes it (a
+// loaded model maps its file, which stays readable once unlinked).
+StatusOr<std::string> ConvertGgufToTemporaryFile(const std::string& path);
+
 // Row-major f32 values of a tensor, as ggml dequantizes them; Unsupported
 // naming the type for the types Pocket does not read.
 StatusOr<std::vector<float>> DequantizeGgufTensor(const GgufFile& file, const GgufTensor& t);

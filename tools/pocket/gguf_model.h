@@ -8,11 +8,10 @@
 
 namespace pocket::cli {
 
-// When `path` is a GGUF file: converts it (each tensor in its own type where
-// .pocket has it, the rest as q8: docs/convert.md), notes on stderr that a
-// converted .pocket file loads without this step, and sets *converted to
-// the temporary file. Otherwise leaves *converted empty. Returns an exit
-// status (1 with the reason on stderr).
+// When `path` is a GGUF file: notes on stderr that a converted .pocket file
+// loads without this step, converts it (ConvertGgufToTemporaryFile) and
+// sets *converted to the temporary file. Otherwise leaves *converted empty.
+// Returns an exit status (1 with the reason on stderr).
 int ConvertGgufForLoading(const std::string& path, std::string* converted);
 
 }  // namespace pocket::cli
