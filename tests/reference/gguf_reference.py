@@ -15,9 +15,16 @@ with the matrices quantized here to ggml's block types, then:
   * Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: pocket convert --quant f32 (ggml's
     dequantization, stored exactly) within 1e-3 of the same reference, and
     the default conversion (q8) within a loose relative RMS of it.
+  * pocket synth --preset tiny-qwen3 --quant q4 --group 64, exported as a
+    Q4_1 GGUF whose block pairs share (d, m) (as a g64 model exported to
+    Q4_1 is), converts back to the same tensor bytes.
 The ggml block layouts and dequantization are written here from the format,
 independently of src/convert. Prints one line per case and ends with
 "N passed, M failed"; exits 1 on any failure.
+
+  /usr/bin/python3 gguf_reference.py --export MODEL.pocket OUT.gguf
+exports any q4 g64 qwen3 .pocket file that way (docs/convert.md measures the
+pocket-0.3b preset with it).
 """
 
 import os
@@ -386,6 +393,69 @@ def check(results, cli, work, tag, cfg, weights, types, ids, convert_flags, expe
     results.report(tag, problems, detail or "error")
 
 
+def export_q4_g64(src, dst):
+    """Writes the q4 g64 / f32 .pocket file `src` as a GGUF: each g64 group
+    becomes two Q4_1 blocks with its scale and min (the same weights)."""
+    pf = pr.PocketFile(src)
+    c = pf.config
+    a = c["architecture"]
+    g = Gguf()
+    g.string("general.architecture", a)
+    for key, v in (("block_count", c["n_layers"]), ("context_length", c["context"]),
+                   ("embedding_length", c["hidden"]), ("feed_forward_length", c["ffn"]),
+                   ("attention.head_count", c["n_heads"]),
+                   ("attention.head_count_kv", c["n_kv_heads"]),
+                   ("attention.key_length", c["head_dim"])):
+        g.u32(f"{a}.{key}", v)
+    g.f32(f"{a}.rope.freq_base", c["rope_theta"])
+    g.f32(f"{a}.attention.layer_norm_rms_epsilon", c["rms_eps"])
+    g.string("tokenizer.ggml.model", "gpt2")
+    g.string("tokenizer.ggml.pre", "qwen2")
+    g.strings("tokenizer.ggml.tokens", byte_tokens(c["vocab"]))
+    g.strings("tokenizer.ggml.merges", [])
+    g.u32("tokenizer.ggml.eos_token_id", 0)
+    for name, t in pf.tensors.items():
+        raw = pf.raw(name)
+        if t.dtype == "q4" and t.group == 64:
+            rows, groups = t.rows, t.cols // 64
+            half = rows * t.cols // 2
+            codes = np.frombuffer(raw[:half], np.uint8).reshape(rows, groups, 32)
+            dm = np.stack([np.frombuffer(raw[half:half + rows * groups * 2], np.uint16),
+                           np.frombuffer(raw[half + rows * groups * 2:], np.uint16)], -1)
+            lo, hi = codes & 15, codes >> 4  # weights j and j + 32 of the group
+            blocks = np.zeros((rows, groups, 2, 20), np.uint8)
+            blocks[:, :, :, :4] = dm.view(np.uint8).reshape(rows, groups, 1, 4)
+            blocks[:, :, 0, 4:] = lo[:, :, :16] | (lo[:, :, 16:] << 4)
+            blocks[:, :, 1, 4:] = hi[:, :, :16] | (hi[:, :, 16:] << 4)
+            g.tensor(name, t.shape, Q4_1, blocks.tobytes())
+        elif t.dtype == "f32":
+            g.tensor(name, t.shape, F32, raw)
+        else:
+            raise ValueError(f"{name}: {t.dtype} g{t.group} is not q4 g64 or f32")
+    g.write(dst)
+
+
+def check_g64_roundtrip(results, cli, work):
+    stem = os.path.join(work, "tiny-qwen3-g64")
+    problems, detail = [], "error"
+    try:
+        run([cli, "synth", "--preset", "tiny-qwen3", "--quant", "q4", "--group", "64",
+             "--layout", "row_major", "-o", stem + ".pocket"])
+        export_q4_g64(stem + ".pocket", stem + ".gguf")
+        run([cli, "convert", stem + ".gguf", "-o", stem + "-back.pocket", "--layout", "row_major"])
+        a, b = pr.PocketFile(stem + ".pocket"), pr.PocketFile(stem + "-back.pocket")
+        differ = [n for n, t in a.tensors.items()
+                  if n not in b.tensors or (t.dtype, t.group) != (b.tensors[n].dtype,
+                                                                  b.tensors[n].group)
+                  or a.raw(n) != b.raw(n)]
+        detail = f"{len(a.tensors)} tensors, {len(differ)} differ"
+        if differ or len(a.tensors) != len(b.tensors):
+            problems.append(f"tensors differ: {differ[:4]}")
+    except Exception as e:  # noqa: BLE001 - report and go on
+        problems.append(str(e))
+    results.report("tiny-qwen3 q4 g64 -> Q4_1 GGUF -> q4 g64", problems, detail)
+
+
 EXACT = [Q8_0, Q4_0, Q4_1, -Q4_1, F16, BF16]  # -Q4_1: pairs of blocks share (d, m)
 POCKET_TYPE = {Q8_0: ("q8", 32), Q4_0: ("q4", 32), Q4_1: ("q4", 32), -Q4_1: ("q4", 64),
                F16: ("f16", 0), BF16: ("bf16", 0)}
@@ -393,6 +463,9 @@ REQUANT = [Q4_K, Q6_K, Q5_K, Q5_0, Q5_1]
 
 
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--export":
+        export_q4_g64(argv[2], argv[3])
+        return 0
     if len(argv) != 3:
         print(__doc__)
         return 2
@@ -420,6 +493,7 @@ def main(argv):
     types = {hf: REQUANT[i % len(REQUANT)] for i, hf in enumerate(mats)}
     check(results, cli, work, "qwen3-256 K-quants and Q5 as f32", cfg, weights, types, ids,
           ["--quant", "f32"], {})
+    check_g64_roundtrip(results, cli, work)
     print(f"{results.passed} passed, {results.failed} failed")
     return 0 if results.failed == 0 else 1
 
