@@ -39,8 +39,8 @@ N_TOKENS = 64
 KV_TYPES = ("bf16", "f16", "q8")
 # Per logit, after near ties are resolved (docs/testing.md derives it):
 # f32 accumulation in another order, amplified by the int8 arithmetic's
-# sensitivity to its scales, measured up to 3.5e-4 on these models.
-TOL = 1e-3
+# sensitivity to its scales: 10x the largest `noise` measured (1.8e-4).
+TOL = 2e-3
 # Positions a near tie the search could not resolve may leave off (two
 # ties that interact, or one whose engine value lies outside the window);
 # a wrong scale, a dropped group or a misplaced row moves nearly every
