@@ -227,6 +227,46 @@ void DequantizeBlock(GgmlType type, const uint8_t* b, float* y) {
       }
       return;
     }
+    case GgmlType::kQ2_K: {
+      const uint8_t* scales = b;
+      const uint8_t* q = b + 16;
+      const float d = LoadF16(b + 80), dmin = LoadF16(b + 82);
+      for (int n = 0, is = 0; n < 256; n += 128, q += 32) {
+        for (int shift = 0; shift < 8; shift += 2) {
+          for (int half = 0; half < 2; ++half, ++is) {
+            const float dl = d * (scales[is] & 0xF), ml = dmin * (scales[is] >> 4);
+            for (int l = 0; l < 16; ++l) *y++ = dl * ((q[l + 16 * half] >> shift) & 3) - ml;
+          }
+        }
+      }
+      return;
+    }
+    case GgmlType::kQ3_K: {
+      // 16 6-bit scales: low 4 bits in bytes 0-7, high 2 bits in bytes 8-11.
+      const uint8_t* hmask = b;
+      const uint8_t* q = b + 32;
+      const uint8_t* packed = b + 96;
+      const float d = LoadF16(b + 108);
+      int8_t scales[16];
+      for (int j = 0; j < 16; ++j) {
+        const int low = j < 8 ? packed[j] & 0xF : packed[j - 8] >> 4;
+        const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+        scales[j] = static_cast<int8_t>(low | (high << 4));
+      }
+      uint8_t m = 1;
+      for (int n = 0, is = 0; n < 256; n += 128, q += 32) {
+        for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+          for (int half = 0; half < 2; ++half, ++is) {
+            const float dl = d * (scales[is] - 32);
+            for (int l = 0; l < 16; ++l) {
+              const int k = l + 16 * half;
+              *y++ = dl * (((q[k] >> shift) & 3) - ((hmask[k] & m) ? 0 : 4));
+            }
+          }
+        }
+      }
+      return;
+    }
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K: {
       const bool q5 = type == GgmlType::kQ5_K;
@@ -289,6 +329,8 @@ bool Dequantizable(uint32_t type) {
     case GgmlType::kQ4_1:
     case GgmlType::kQ5_0:
     case GgmlType::kQ5_1:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
@@ -788,7 +830,7 @@ StatusOr<SourceModel> ImportGgufFile(std::shared_ptr<const GgufFile> file,
   if (!unreadable.empty()) {
     return Errorf(StatusCode::kUnsupported,
                   "GGUF tensors of types Pocket does not read: %s (Pocket reads F32, F16, BF16, "
-                  "Q8_0, Q4_0, Q4_1 exactly and requantizes Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
+                  "Q8_0, Q4_0, Q4_1 exactly and requantizes Q5_0, Q5_1 and Q2_K to Q6_K)",
                   unreadable.c_str());
   }
   if (embd == nullptr || embd->dims.size() != 2) {

@@ -3,7 +3,7 @@
 // chat template from `tokenizer.*`, and the tensors, which already carry
 // .pocket's names. F32, F16, BF16, Q8_0, Q4_0 and Q4_1 tensors also offer
 // their bytes in the matching .pocket dtype (SourceTensor::load_native), so
-// they convert bit for bit; Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are dequantized
+// they convert bit for bit; Q5_0, Q5_1 and Q2_K to Q6_K are dequantized
 // to f32 and requantized; every other type is refused by name
 // (docs/convert.md).
 #pragma once

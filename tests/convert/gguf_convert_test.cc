@@ -345,7 +345,9 @@ INSTANTIATE_TEST_SUITE_P(Types, GgufRequantized,
                                            RequantCase{kGgmlQ5_1, 32, 24, {0, 2}, "Q5_1"},
                                            RequantCase{kGgmlQ4_K, 256, 144, {0, 2}, "Q4_K"},
                                            RequantCase{kGgmlQ5_K, 256, 176, {0, 2}, "Q5_K"},
-                                           RequantCase{kGgmlQ6_K, 256, 210, {208}, "Q6_K"}),
+                                           RequantCase{kGgmlQ6_K, 256, 210, {208}, "Q6_K"},
+                                           RequantCase{kGgmlQ2_K, 256, 84, {80, 82}, "Q2_K"},
+                                           RequantCase{kGgmlQ3_K, 256, 110, {108}, "Q3_K"}),
                          [](const ::testing::TestParamInfo<RequantCase>& info) {
                            return std::string(info.param.name);
                          });
@@ -411,17 +413,17 @@ TEST(GgufDequantize, KQuantsFollowGgml) {
 }
 
 TEST(GgufConvert, RefusesTypesPocketDoesNotRead) {
-  for (uint32_t type : {uint32_t{kGgmlQ2_K}, uint32_t{kGgmlIQ2_XXS}}) {
+  for (uint32_t type : {uint32_t{kGgmlQ8_K}, uint32_t{kGgmlIQ2_XXS}}) {
     const std::string gguf =
         TinyQwen3([&](GgufWriter* w, const std::string& name, uint64_t rows, uint64_t cols) {
           const uint32_t t = name == "blk.0.ffn_up.weight" ? type : kGgmlF32;
-          const uint64_t block_bytes = t == kGgmlF32 ? 4 * 256 : type == kGgmlQ2_K ? 84 : 66;
+          const uint64_t block_bytes = t == kGgmlF32 ? 4 * 256 : type == kGgmlQ8_K ? 292 : 66;
           w->Tensor(name, {cols, rows}, t, std::string(rows * cols / 256 * block_bytes, '\0'));
         });
     auto s = Convert(gguf, KeepTypes());
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
-    EXPECT_NE(s.status().message().find(type == kGgmlQ2_K ? "blk.0.ffn_up.weight (Q2_K)"
+    EXPECT_NE(s.status().message().find(type == kGgmlQ8_K ? "blk.0.ffn_up.weight (Q8_K)"
                                                           : "blk.0.ffn_up.weight (IQ2_XXS)"),
               std::string::npos)
         << s.status().ToString();

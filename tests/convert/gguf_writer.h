@@ -42,9 +42,11 @@ enum Ggml : uint32_t {
   kGgmlQ5_1 = 7,
   kGgmlQ8_0 = 8,
   kGgmlQ2_K = 10,
+  kGgmlQ3_K = 11,
   kGgmlQ4_K = 12,
   kGgmlQ5_K = 13,
   kGgmlQ6_K = 14,
+  kGgmlQ8_K = 15,
   kGgmlIQ2_XXS = 16,
   kGgmlBF16 = 30,
 };

@@ -12,7 +12,7 @@ with the matrices quantized here to ggml's block types, then:
     pocket convert X.gguf (types kept), and
     max |pocket logits --quant-math f32 - reference(weights dequantized here
     from the GGUF's blocks)| <= 1e-3, with the stored dtypes checked;
-  * Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: pocket convert --quant f32 (ggml's
+  * Q5_0, Q5_1, Q2_K to Q6_K: pocket convert --quant f32 (ggml's
     dequantization, stored exactly) within 1e-3 of the same reference, and
     the default conversion (q8) within a loose relative RMS of it.
   * pocket synth --preset tiny-qwen3 --quant q4 --group 64, exported as a
@@ -47,12 +47,11 @@ N_TOKENS = 48
 # q8 requantization, relative to the f32 logits: run_reference_tests' q8 bound.
 Q8_REL_RMS = 0.03
 
-F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16 = 0, 1, 2, 3, 6, 7, 8, 12, 13, 14, 30
+F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
+Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, BF16 = 10, 11, 12, 13, 14, 30
 BLOCK = {F32: (1, 4), F16: (1, 2), BF16: (1, 2), Q4_0: (32, 18), Q4_1: (32, 20),
-         Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34), Q4_K: (256, 144), Q5_K: (256, 176),
-         Q6_K: (256, 210)}
-NAMES = {F16: "F16", BF16: "BF16", Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1",
-         Q8_0: "Q8_0", Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K", F32: "F32"}
+         Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34), Q2_K: (256, 84), Q3_K: (256, 110),
+         Q4_K: (256, 144), Q5_K: (256, 176), Q6_K: (256, 210)}
 
 # ---------------------------------------------------------------------------
 # ggml blocks: quantize (simple, valid encoders) and dequantize (ggml's rules)
@@ -140,6 +139,16 @@ def quantize(w, t, pair=False):
             body = bytes(packed) + (bytes(qh) if t == Q5_K else b"") + bytes(qs)
             out.append(d.tobytes() + dmin.tobytes() + body)
         return b"".join(out)
+    if t in (Q2_K, Q3_K):
+        # Random blocks (codes and sub-block scales) with small f16 scales:
+        # these weights test the dequantization, not a quantizer.
+        rng = np.random.default_rng(len(b))
+        raw = bytearray(rng.integers(0, 256, len(b) * BLOCK[t][1], dtype=np.uint8).tobytes())
+        at = (80, 82) if t == Q2_K else (108,)
+        for i in range(len(b)):
+            for a in at:
+                raw[i * BLOCK[t][1] + a:i * BLOCK[t][1] + a + 2] = f16(0.002).tobytes()
+        return bytes(raw)
     if t == Q6_K:
         out = []
         for s in b:
@@ -222,6 +231,30 @@ def dequantize(raw, t, n):
                     q += 16 if (qh[l] >> j) & 1 else 0
                     o[j * 32 + l] = np.float32(d * np.float32(s)) * np.float32(q) - \
                         np.float32(dmin * np.float32(mm))
+        elif t == Q2_K:
+            sc, q = r[0:16], r[16:80]
+            d, dmin = _half(r, 80), _half(r, 82)
+            for j in range(16):
+                n_, shift, half = j // 8, 2 * ((j % 8) // 2), j % 2
+                dl = np.float32(d * np.float32(sc[j] & 15))
+                ml = np.float32(dmin * np.float32(sc[j] >> 4))
+                for l in range(16):
+                    code = (q[n_ * 32 + half * 16 + l] >> shift) & 3
+                    o[j * 16 + l] = dl * np.float32(code) - ml
+        elif t == Q3_K:
+            hm, q, packed = r[0:32], r[32:96], r[96:108]
+            d = _half(r, 108)
+            for j in range(16):
+                low = packed[j] & 15 if j < 8 else packed[j - 8] >> 4
+                high = (packed[8 + j % 4] >> (2 * (j // 4))) & 3
+                scale = (low | (high << 4)) - 32
+                n_, pair, half = j // 8, (j % 8) // 2, j % 2
+                shift, bit = 2 * pair, 4 * n_ + pair
+                dl = np.float32(d * np.float32(scale))
+                for l in range(16):
+                    k = half * 16 + l
+                    code = ((q[n_ * 32 + k] >> shift) & 3) - (0 if (hm[k] >> bit) & 1 else 4)
+                    o[j * 16 + l] = dl * np.float32(code)
         elif t == Q6_K:
             ql, qh = r[0:128], r[128:192]
             sc = np.frombuffer(r[192:208], dtype=np.int8)
@@ -459,7 +492,7 @@ def check_g64_roundtrip(results, cli, work):
 EXACT = [Q8_0, Q4_0, Q4_1, -Q4_1, F16, BF16]  # -Q4_1: pairs of blocks share (d, m)
 POCKET_TYPE = {Q8_0: ("q8", 32), Q4_0: ("q4", 32), Q4_1: ("q4", 32), -Q4_1: ("q4", 64),
                F16: ("f16", 0), BF16: ("bf16", 0)}
-REQUANT = [Q4_K, Q6_K, Q5_K, Q5_0, Q5_1]
+REQUANT = [Q4_K, Q6_K, Q5_K, Q5_0, Q5_1, Q2_K, Q3_K]
 
 
 def main(argv):
