@@ -50,13 +50,19 @@ void EveryType(GgufWriter* w, uint64_t vocab) {
   }
   w->Tensor("blk.0.ffn_gate.weight", {32, 2}, kGgmlQ5_0, q5);
   w->Tensor("blk.0.ffn_up.weight", {32, 2}, kGgmlQ5_1, q51);
-  std::string q4k(144, '\x21'), q5k(176, '\x43'), q6k(210, '\x65');
+  std::string q2k(84, '\x12'), q3k(110, '\x34'), q4k(144, '\x21'), q5k(176, '\x43'),
+      q6k(210, '\x65');
   const uint16_t d = F32ToF16(0.01f);
   for (std::string* k : {&q4k, &q5k}) {
     std::memcpy(&(*k)[0], &d, 2);
     std::memcpy(&(*k)[2], &d, 2);
   }
+  std::memcpy(&q2k[80], &d, 2);
+  std::memcpy(&q2k[82], &d, 2);
+  std::memcpy(&q3k[108], &d, 2);
   std::memcpy(&q6k[208], &d, 2);
+  w->Tensor("blk.1.attn_q.weight", {256}, kGgmlQ2_K, q2k);
+  w->Tensor("blk.1.attn_k.weight", {256}, kGgmlQ3_K, q3k);
   w->Tensor("blk.0.ffn_down.weight", {256}, kGgmlQ4_K, q4k);
   w->Tensor("blk.1.ffn_up.weight", {256}, kGgmlQ5_K, q5k);
   w->Tensor("blk.1.ffn_down.weight", {256}, kGgmlQ6_K, q6k);
