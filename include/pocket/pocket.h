@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 7
+#define POCKET_API_VERSION 8
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -252,6 +252,14 @@ typedef struct pocket_sampling {
   int32_t ignore_eos;     /* non-zero: do not stop on stop tokens */
   const char* const* stop_strings;
   size_t n_stop_strings;
+  /* Since API version 8: constrained output (docs/structured-output.md).
+   * At most one of these may be set (non-NULL); every token the constraint
+   * forbids is masked before sampling, and end-of-sequence is allowed only
+   * where the output is complete. One that does not compile is
+   * POCKET_INVALID_ARGUMENT with a message naming the problem. */
+  const char* grammar;     /* GBNF text as llama.cpp writes it; starts at "root" */
+  const char* json_schema; /* a JSON Schema: the output is one JSON value it accepts */
+  const char* regex;       /* the whole output matches this regular expression */
 } pocket_sampling;
 /* Greedy decoding with the model's default length. */
 void pocket_sampling_init(pocket_sampling* sampling);

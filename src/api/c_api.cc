@@ -15,6 +15,9 @@
 #include "backends/cpu/thread_pool.h"
 #include "convert/gguf_import.h"
 #include "convert/gguf_reader.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/regex.h"
 #include "runtime/devices.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -165,12 +168,32 @@ pocket_stop_reason StopReason(const std::string& stop) {
   return POCKET_STOP_ERROR;
 }
 
+// The grammar of pocket_sampling's grammar / json_schema / regex (at most
+// one), compiled for this call.
+pocket::Status CompileConstraint(const pocket_sampling* s, pocket::GenerateOptions* out) {
+  const char* grammar = POCKET_HAS(s, grammar) ? s->grammar : nullptr;
+  const char* schema = POCKET_HAS(s, json_schema) ? s->json_schema : nullptr;
+  const char* regex = POCKET_HAS(s, regex) ? s->regex : nullptr;
+  if ((grammar != nullptr) + (schema != nullptr) + (regex != nullptr) > 1) {
+    return pocket::Status(pocket::StatusCode::kInvalidArgument,
+                          "pocket_sampling: set at most one of grammar, json_schema and regex");
+  }
+  pocket::StatusOr<std::shared_ptr<const pocket::grammar::Grammar>> g =
+      std::shared_ptr<const pocket::grammar::Grammar>();
+  if (grammar != nullptr) g = pocket::grammar::CompileGbnf(grammar);
+  if (schema != nullptr) g = pocket::grammar::CompileJsonSchema(schema);
+  if (regex != nullptr) g = pocket::grammar::CompileRegex(regex);
+  if (!g.ok()) return g.status();
+  out->grammar = std::move(g).value();
+  return pocket::Status::Ok();
+}
+
 pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
   using pocket::StatusCode;
   pocket_sampling defaults;
   pocket_sampling_init(&defaults);
   if (s == nullptr) s = &defaults;
-  if (!SizeOk(s, sizeof(pocket_sampling))) {
+  if (!SizeOk(s, offsetof(pocket_sampling, grammar))) {
     return pocket::Status(
         StatusCode::kInvalidArgument,
         "pocket_sampling.struct_size is too small: call pocket_sampling_init() first");
@@ -197,7 +220,7 @@ pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptio
     }
     out->stop_strings.emplace_back(s->stop_strings[i]);
   }
-  return pocket::Status::Ok();
+  return CompileConstraint(s, out);
 }
 
 // A pocket_session_free from the callback stops the generation at once, as

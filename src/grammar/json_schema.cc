@@ -30,6 +30,9 @@ const std::set<std::string> kNumberKeys = {"minimum", "maximum", "exclusiveMinim
 const std::set<std::string> kGeneralKeys = {"type",  "enum",  "const", "anyOf",
                                             "oneOf", "allOf", "$ref"};
 
+// Integer digits of a generated number (a double holds 15 to 17 exactly).
+constexpr int kMaxDigits = 16;
+
 // Bounds of integer ranges: beyond this, a bound does not narrow anything a
 // model would write, and the arithmetic below stays far from overflow.
 constexpr int64_t kIntLimit = 1000000000000000000;  // 1e18
@@ -83,9 +86,11 @@ class SchemaCompiler {
     return b_.Ref(r);
   }
   Expr Ws() { return Named("ws", &SchemaCompiler::DefineWs); }
+  // Nothing, one space, or a line break and an indentation: every layout a
+  // JSON printer uses, and nothing for a model to ramble in.
   Expr DefineWs() {
-    return b_.Repeat(b_.Chars({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), 0,
-                     kMaxWhitespace);
+    const Expr indent = b_.Repeat(b_.Chars({{' ', ' '}, {'\t', '\t'}}), 0, kMaxIndent);
+    return b_.Alt({b_.Empty(), b_.Literal(" "), b_.Seq({b_.Literal("\n"), indent})});
   }
   Expr Value() { return Named("value", &SchemaCompiler::DefineValue); }
   Expr DefineValue() {
@@ -127,20 +132,22 @@ class SchemaCompiler {
   }
   Expr Integer() { return Named("integer", &SchemaCompiler::DefineInteger); }
   Expr DefineInteger() { return b_.Seq({b_.Repeat(b_.Literal("-"), 0, 1), Natural()}); }
+  // At most kMaxDigits digits before the point and a two-digit exponent:
+  // every number a parser reads into a double stays finite.
   Expr Natural() {
-    return b_.Alt({b_.Literal("0"),
-                   b_.Seq({b_.Chars({{'1', '9'}}),
-                           b_.Repeat(b_.Chars({{'0', '9'}}), 0, GrammarBuilder::kUnbounded)})});
+    return b_.Alt(
+        {b_.Literal("0"),
+         b_.Seq({b_.Chars({{'1', '9'}}), b_.Repeat(b_.Chars({{'0', '9'}}), 0, kMaxDigits - 1)})});
   }
   Expr Number() { return Named("number", &SchemaCompiler::DefineNumber); }
   Expr DefineNumber() { return b_.Seq({b_.Repeat(b_.Literal("-"), 0, 1), UnsignedNumber()}); }
   Expr UnsignedNumber() {
     const Expr digits = b_.Repeat(b_.Chars({{'0', '9'}}), 1, GrammarBuilder::kUnbounded);
     const Expr fraction = b_.Repeat(b_.Seq({b_.Literal("."), digits}), 0, 1);
-    const Expr exponent =
-        b_.Repeat(b_.Seq({b_.Chars({{'e', 'e'}, {'E', 'E'}}),
-                          b_.Repeat(b_.Chars({{'-', '-'}, {'+', '+'}}), 0, 1), digits}),
-                  0, 1);
+    const Expr exponent = b_.Repeat(b_.Seq({b_.Chars({{'e', 'e'}, {'E', 'E'}}),
+                                            b_.Repeat(b_.Chars({{'-', '-'}, {'+', '+'}}), 0, 1),
+                                            b_.Repeat(b_.Chars({{'0', '9'}}), 1, 2)}),
+                                    0, 1);
     return b_.Seq({Natural(), fraction, exponent});
   }
 
@@ -177,9 +184,9 @@ class SchemaCompiler {
       const uint64_t b = has_hi && len == hi_len ? hi : Pow10(len) - 1;
       alts.push_back(SameLength(Digits(a), Digits(b)));
     }
-    if (!has_hi) {
-      alts.push_back(b_.Seq({b_.Chars({{'1', '9'}}), b_.Repeat(b_.Chars({{'0', '9'}}), lo_len,
-                                                               GrammarBuilder::kUnbounded)}));
+    if (!has_hi && lo_len < kMaxDigits) {
+      alts.push_back(b_.Seq(
+          {b_.Chars({{'1', '9'}}), b_.Repeat(b_.Chars({{'0', '9'}}), lo_len, kMaxDigits - 1)}));
     }
     return b_.Alt(std::move(alts));
   }

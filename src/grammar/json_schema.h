@@ -2,9 +2,9 @@
 // compiled to a grammar whose strings are JSON texts that the schema
 // accepts. docs/structured-output.md lists the subset; a keyword outside it
 // is an InvalidArgument error naming the keyword and where it is, never
-// ignored. The output is compact JSON with optional whitespace between
-// tokens (at most kMaxWhitespace characters in a row), object members in
-// the order of their names (the JSON parser keeps no member order).
+// ignored. Between tokens the output may have nothing, one space, or a line
+// break and up to kMaxIndent spaces or tabs; object members come in the
+// order of their names (the JSON parser keeps no member order).
 #pragma once
 
 #include <memory>
@@ -17,7 +17,7 @@
 namespace pocket {
 namespace grammar {
 
-constexpr int kMaxWhitespace = 16;
+constexpr int kMaxIndent = 20;
 
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(std::string_view schema_json);
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchemaValue(const Json& schema);

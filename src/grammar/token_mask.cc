@@ -110,6 +110,11 @@ void TokenMasker::Apply(float* logits, int32_t vocab) {
     const uint64_t bits = mask[w];
     if (bits == ~uint64_t{0}) continue;
     const int32_t end = std::min(n, (w + 1) * 64);
+    if (bits == 0) {
+      // Most words outside a string forbid every token: one vector fill.
+      std::fill(logits + w * 64, logits + end, neg_inf);
+      continue;
+    }
     for (int32_t id = w * 64; id < end; ++id) {
       if (!((bits >> (id & 63)) & 1)) logits[id] = neg_inf;
     }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "grammar/token_mask.h"
 #include "runtime/stop_strings.h"
 #include "tokenizer/tokenizer.h"
 
@@ -84,6 +85,13 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
   cont->pending.clear();
 
   Sampler sampler(opt.sampling);
+  std::unique_ptr<grammar::TokenMasker> masker;
+  if (opt.grammar != nullptr) {
+    std::vector<int32_t> end_ids = config.stop_token_ids;
+    if (config.eos_id >= 0) end_ids.push_back(config.eos_id);
+    masker = std::make_unique<grammar::TokenMasker>(opt.grammar, session->model().token_trie(),
+                                                    std::move(end_ids));
+  }
   std::vector<int32_t> history = session->tokens();
   StopStringFilter filter(opt.stop_strings);
   bool cancelled = false;
@@ -108,11 +116,28 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
       result->stop = "length";
       break;
     }
+    if (masker != nullptr) {
+      if (masker->IsComplete() && !masker->matcher().CanContinue() &&
+          config.stop_token_ids.empty() && config.eos_id < 0) {
+        result->stop = "eos";  // complete, and the model has no token to say so
+        break;
+      }
+      masker->Apply(logits.data(), config.vocab);
+    }
     last = sampler.Sample(logits.data(), config.vocab, history);
-    if (!opt.ignore_eos && IsStopToken(config, last)) {
+    if ((!opt.ignore_eos || masker != nullptr) && IsStopToken(config, last)) {
       result->stop = "eos";
       run->stop_token = last;
       break;
+    }
+    if (masker != nullptr && !masker->Accept(last).ok()) {
+      // Every token was masked: no token of the vocabulary spells a byte
+      // the grammar allows here. The cache holds every earlier token.
+      result->decode_seconds = Seconds(t0);
+      return Errorf(StatusCode::kInvalidArgument,
+                    "grammar: no token of the vocabulary can continue the output after %zu "
+                    "tokens (%zu bytes)",
+                    result->ids.size(), result->text.size());
     }
     result->ids.push_back(last);
     history.push_back(last);
@@ -146,7 +171,7 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     emit(filter.Push(decoder.Flush()), last);
     emit(filter.Finish(), last);
   }
-  if (result->stop == "eos") {
+  if (result->stop == "eos" && run->stop_token >= 0) {
     if (run->chat) {
       // The template's turn ends with this token; keep it in the cache so the
       // next turn continues exactly as the rendered conversation would.

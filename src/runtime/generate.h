@@ -15,10 +15,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/chat_template.h"
@@ -35,6 +37,15 @@ struct GenerateOptions {
   // callback returning false does (null: nothing to watch). The prompt's
   // prefill runs to its end first, so the session holds whole tokens.
   const std::atomic<bool>* cancel = nullptr;
+  // Constrains the generated text to the grammar's language (compiled by
+  // grammar/gbnf.h, json_schema.h or regex.h; one grammar may serve any
+  // number of calls at once). Before every sampler, greedy included, the
+  // tokens the grammar forbids get logit -inf; end-of-sequence tokens are
+  // allowed only where the grammar is complete, and end the call there even
+  // with ignore_eos. A call that ends for another reason (max_new_tokens,
+  // a stop string, cancelling) may leave the text incomplete. Null: free
+  // text.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct GenerateResult {

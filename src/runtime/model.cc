@@ -153,6 +153,20 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   return model;
 }
 
+std::shared_ptr<const grammar::TokenTrie> Model::token_trie() const {
+  std::call_once(token_trie_once_, [this] {
+    const Tokenizer& tok = *tokenizer_;
+    std::vector<std::string> bytes(static_cast<size_t>(tok.vocab_size()));
+    std::vector<bool> usable(bytes.size());
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+      bytes[id] = tok.TokenBytes(id);
+      usable[id] = !tok.IsSpecial(id);
+    }
+    token_trie_ = std::make_shared<const grammar::TokenTrie>(bytes, usable);
+  });
+  return token_trie_;
+}
+
 cpu::KvType Model::default_kv_type() const {
 #ifdef POCKET_WITH_OPENCL
   if (opencl_ != nullptr) return cpu::KvType::kF16;

@@ -12,12 +12,14 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "format/model_config.h"
 #include "format/reader.h"
+#include "grammar/token_mask.h"
 #include "runtime/plan.h"
 #include "tokenizer/tokenizer.h"
 #include "util/huge_page_buffer.h"
@@ -94,6 +96,11 @@ class Model {
   // Bytes of the mapped file and of the weights' copy resident in memory
   // now.
   size_t ResidentWeightBytes() const;
+  // The vocabulary's token bytes as a trie for grammar-constrained decoding
+  // (grammar/token_mask.h; special tokens excluded), built on the first
+  // call (tens of milliseconds for 151K tokens) and kept: most models never
+  // generate under a grammar. Thread-safe.
+  std::shared_ptr<const grammar::TokenTrie> token_trie() const;
 #ifdef POCKET_WITH_OPENCL
   // The device holding the weights when loaded with backend "opencl", else
   // null.
@@ -114,6 +121,8 @@ class Model {
   size_t weight_bytes_ = 0;
   size_t model_bytes_ = 0;
   std::unique_ptr<HugePageBuffer> weights_copy_;  // with huge_pages; the plan points into it
+  mutable std::once_flag token_trie_once_;
+  mutable std::shared_ptr<const grammar::TokenTrie> token_trie_;
 #ifdef POCKET_WITH_OPENCL
   std::unique_ptr<OpenClModel> opencl_;
 #endif

@@ -13,6 +13,7 @@
 #include "grammar/matcher.h"
 #include "grammar_testing.h"
 #include "schema_validator.h"
+#include "test_schemas.h"
 
 namespace pocket {
 namespace {
@@ -261,31 +262,9 @@ TEST(JsonSchema, UnsupportedKeywordsAreErrors) {
   EXPECT_NE(Error("false").find("no value matches"), std::string::npos);
 }
 
-// Schemas covering every supported keyword, for the random walks here and
-// the generation test in tests/runtime.
-const char* const kWalkSchemas[] = {
-    R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-        "email": {"type": "string", "format": "email"},
-        "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
-        "required": ["name", "age"], "additionalProperties": false})",
-    R"({"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "null"}],
-        "items": {"type": "number"}, "minItems": 1, "maxItems": 4})",
-    R"({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "uuid"},
-                  {"const": {"k": [1, 2]}}]})",
-    R"({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-f0-9]{4}-x$"}},
-        "additionalProperties": {"type": "integer", "exclusiveMaximum": 10}})",
-    R"({"$defs": {"tree": {"type": "object", "properties": {"v": {"type": "integer"},
-        "kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}, "maxItems": 2}},
-        "required": ["v"], "additionalProperties": false}}, "$ref": "#/$defs/tree"})",
-    R"({"type": "object", "properties": {"t": {"type": "string", "format": "date-time"},
-        "u": {"oneOf": [{"type": "integer"}, {"type": "string", "minLength": 2}]},
-        "w": {"type": ["boolean", "null"]}}, "required": ["t", "u", "w"]})",
-};
-
 TEST(JsonSchema, RandomWalksValidate) {
   std::mt19937_64 rng(7);
-  for (const char* text : kWalkSchemas) {
+  for (const char* text : testing::kTestSchemas) {
     auto g = Schema(text);
     testing::SchemaValidator validator(nlohmann::json::parse(text));
     int complete = 0;

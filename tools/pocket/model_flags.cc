@@ -6,8 +6,12 @@
 
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/thread_pool.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/regex.h"
 #include "tools/pocket/commands.h"
 #include "tools/pocket/gguf_model.h"
+#include "util/file_io.h"
 
 namespace pocket::cli {
 
@@ -24,8 +28,8 @@ std::vector<std::string> WithModelBoolFlags(std::vector<std::string> flags) {
 }
 
 std::vector<std::string> SamplingValueFlags() {
-  return {"-n|--n-predict", "--temp",           "--top-k", "--top-p",
-          "--min-p",        "--repeat-penalty", "--seed",  "--stop"};
+  return {"-n|--n-predict", "--temp", "--top-k",   "--top-p",       "--min-p", "--repeat-penalty",
+          "--seed",         "--stop", "--grammar", "--json-schema", "--regex"};
 }
 
 const char kModelFlagsHelp[] =
@@ -70,7 +74,12 @@ const char kSamplingFlagsHelp[] =
     "  --repeat-penalty R    penalty on recent tokens (1 = off)\n"
     "  --seed S              sampling seed (default: random)\n"
     "  --stop STR            stop when STR appears (not printed); repeatable\n"
-    "  --ignore-eos          do not stop at end-of-sequence tokens\n";
+    "  --ignore-eos          do not stop at end-of-sequence tokens\n"
+    "  --grammar FILE        constrain the output to a GBNF grammar (llama.cpp's\n"
+    "                        format, start rule 'root')\n"
+    "  --json-schema FILE    constrain the output to one JSON value the schema\n"
+    "                        accepts (docs/structured-output.md: the subset)\n"
+    "  --regex RE            constrain the whole output to match RE\n";
 
 int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedModel* out) {
   const std::string path = args.Get("-m");
@@ -178,6 +187,38 @@ std::vector<std::string> AllValues(int argc, char** argv, const std::string& fla
   return values;
 }
 
+// --grammar FILE, --json-schema FILE or --regex RE compiled into
+// out->grammar. A file that cannot be read or does not compile is a runtime
+// error (exit 1) whose message names the place.
+static int GrammarFromArgs(Args& args, GenerateOptions* out) {
+  const bool grammar = args.Has("--grammar"), schema = args.Has("--json-schema"),
+             regex = args.Has("--regex");
+  if (grammar + schema + regex == 0) return kExitOk;
+  if (grammar + schema + regex > 1) {
+    std::fprintf(stderr, "error: give at most one of --grammar, --json-schema and --regex\n");
+    return kExitUsage;
+  }
+  StatusOr<std::shared_ptr<const grammar::Grammar>> compiled =
+      std::shared_ptr<const grammar::Grammar>();
+  if (regex) {
+    compiled = grammar::CompileRegex(args.Get("--regex"));
+  } else {
+    const char* flag = grammar ? "--grammar" : "--json-schema";
+    StatusOr<std::string> text = ReadRegularFile(args.Get(flag), flag, kMaxTextFileBytes);
+    if (!text.ok()) {
+      std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
+      return kExitError;
+    }
+    compiled = grammar ? grammar::CompileGbnf(*text) : grammar::CompileJsonSchema(*text);
+  }
+  if (!compiled.ok()) {
+    std::fprintf(stderr, "error: %s\n", compiled.status().message().c_str());
+    return kExitError;
+  }
+  out->grammar = std::move(compiled).value();
+  return kExitOk;
+}
+
 int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig& config,
                             GenerateOptions* out) {
   const GenerationDefaults& g = config.generation;
@@ -210,7 +251,7 @@ int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig
     std::fprintf(stderr, "error: %s\n", valid.message().c_str());
     return kExitUsage;
   }
-  return kExitOk;
+  return GrammarFromArgs(args, out);
 }
 
 }  // namespace pocket::cli
