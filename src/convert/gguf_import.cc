@@ -171,9 +171,10 @@ void ScaleMinK4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   }
 }
 
-// One block of `type` at `b` into y[block weights], with ggml's arithmetic
-// (float products and sums in the same order), so the values are its
-// dequantized values bit for bit.
+// One block of `type` at `b` into y[block weights], with ggml's float
+// operations in ggml's order: the values of F32/F16/BF16/Q8_0/Q4_0/Q4_1 are
+// ggml's bit for bit (their products are exact); the K-quants' may differ in
+// the last bit where a compiler fuses a multiply-add differently.
 void DequantizeBlock(GgmlType type, const uint8_t* b, float* y) {
   switch (type) {
     case GgmlType::kF32:

@@ -15,6 +15,7 @@
 #include "convert/gguf_stories.h"
 #include "convert/gguf_writer.h"
 #include "testing/run_cli.h"
+#include "util/json_util.h"
 
 namespace pocket {
 namespace {
@@ -60,6 +61,13 @@ TEST_F(GgufCli, ConvertsAndReportsPerType) {
   EXPECT_NE(r.out.find("general.architecture = \"llama\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tokenizer.ggml.tokens = [string x 512:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Q4_1         31 tensors"), std::string::npos) << r.out;
+  r = RunCli("inspect --json " + dir_ + "/stories.gguf");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto json = ParseJson(r.out, "inspect --json");
+  ASSERT_TRUE(json.ok()) << r.out;
+  EXPECT_EQ((*json)["format"], "gguf");
+  EXPECT_EQ((*json)["tensor_types"]["Q4_1"]["tensors"], 31);
+  EXPECT_EQ((*json)["metadata"]["llama.block_count"], 5);
   r = RunCli("run -m " + dir_ + "/stories.pocket -p \"Once upon a time\" -n 8 --temp 0", "",
              /*with_stderr=*/true);
   EXPECT_EQ(r.exit_code, 0) << r.out;
