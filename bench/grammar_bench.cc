@@ -125,6 +125,7 @@ void GrammarMaskDecode(benchmark::State& state) {
       if (!ok) return state.SkipWithError("the document's token was masked");
     }
     benchmark::DoNotOptimize(logits.data());
+    state.counters["states"] = masker.matcher().num_states();
   }
   std::sort(times.begin(), times.end());
   double total = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <utility>
 
 namespace pocket {
@@ -78,20 +79,40 @@ int32_t Matcher::InternState(std::vector<int32_t> nodes) {
   return it->second;
 }
 
+// Fills the state's whole row at once. Bytes accepted by the same stacks of
+// the state lead to the same next state, so each distinct set of accepting
+// stacks is closed and interned once: the 256 bytes inside a JSON string
+// fall into a handful of such sets.
 int32_t Matcher::ComputeStep(int32_t state, uint8_t byte) {
   const auto& el = grammar_->elements();
-  std::vector<int32_t> next;
   // Copied: interning nodes below may reallocate states_.
   const std::vector<int32_t> nodes = states_[state];
-  for (int32_t node : nodes) {
-    if (node == kDone) continue;
-    const int32_t pos = node_pos_[node];
-    if (!grammar_->ByteIn(el[pos].arg, byte)) continue;
-    AddClosure(Node(pos + 1, node_parent_[node]), &next);
+  const size_t words = (nodes.size() + 63) / 64;
+  std::vector<uint64_t> accepting(256 * words, 0);  // per byte: which stacks take it
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] == kDone) continue;
+    const int32_t set = el[node_pos_[nodes[i]]].arg;
+    for (int b = 0; b < 256; ++b) {
+      if (grammar_->ByteIn(set, static_cast<uint8_t>(b))) {
+        accepting[b * words + i / 64] |= uint64_t{1} << (i % 64);
+      }
+    }
   }
-  const int32_t id = InternState(std::move(next));
-  transitions_[static_cast<size_t>(state) * 256 + byte] = id;
-  return id;
+  std::map<std::vector<uint64_t>, int32_t> computed;
+  for (int b = 0; b < 256; ++b) {
+    std::vector<uint64_t> key(accepting.begin() + b * words, accepting.begin() + (b + 1) * words);
+    auto it = computed.find(key);
+    if (it == computed.end()) {
+      std::vector<int32_t> next;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (!((key[i / 64] >> (i % 64)) & 1)) continue;
+        AddClosure(Node(node_pos_[nodes[i]] + 1, node_parent_[nodes[i]]), &next);
+      }
+      it = computed.emplace(std::move(key), InternState(std::move(next))).first;
+    }
+    transitions_[static_cast<size_t>(state) * 256 + b] = it->second;
+  }
+  return transitions_[static_cast<size_t>(state) * 256 + byte];
 }
 
 bool Matcher::AcceptByte(uint8_t byte) {

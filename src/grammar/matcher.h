@@ -67,6 +67,7 @@ class Matcher {
   const std::vector<int32_t>& Closure(int32_t node);
   void AddClosure(int32_t node, std::vector<int32_t>* out);
   int32_t InternState(std::vector<int32_t> nodes);
+  // Fills every byte's transition of `state`; returns the one for `byte`.
   int32_t ComputeStep(int32_t state, uint8_t byte);
 
   std::shared_ptr<const Grammar> grammar_;
