@@ -8,24 +8,29 @@ namespace pocket {
 namespace grammar {
 
 TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vector<bool>& usable)
-    : vocab_(static_cast<int32_t>(token_bytes.size())), tokens_(token_bytes) {
+    : vocab_(static_cast<int32_t>(token_bytes.size())) {
+  offsets_.push_back(0);
+  for (const std::string& t : token_bytes) {
+    pool_ += t;
+    offsets_.push_back(static_cast<uint32_t>(pool_.size()));
+  }
   std::vector<int32_t> order;
   for (int32_t id = 0; id < vocab_; ++id) {
     // A node's depth is 16 bits: no real token comes near 65,535 bytes.
-    const bool fits = !tokens_[id].empty() && tokens_[id].size() <= 0xFFFF;
+    const bool fits = !token_bytes[id].empty() && token_bytes[id].size() <= 0xFFFF;
     if (fits && (id >= static_cast<int32_t>(usable.size()) || usable[id])) {
       order.push_back(id);
     }
   }
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return tokens_[a] != tokens_[b] ? tokens_[a] < tokens_[b] : a < b;
+    return token_bytes[a] != token_bytes[b] ? token_bytes[a] < token_bytes[b] : a < b;
   });
   // In sorted order a token shares with the previous one exactly the path
   // of their common prefix: close the nodes below it, open the rest.
   std::vector<uint32_t> path;  // node index per depth - 1
   const std::string* prev = nullptr;
   for (int32_t id : order) {
-    const std::string& t = tokens_[id];
+    const std::string& t = token_bytes[id];
     size_t common = 0;
     if (prev != nullptr) {
       const size_t n = std::min(prev->size(), t.size());

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,7 +40,9 @@ class TokenTrie {
 
   int32_t vocab_size() const { return vocab_; }
   size_t num_nodes() const { return bytes_.size(); }
-  const std::string& token(int32_t id) const { return tokens_[id]; }
+  std::string_view token(int32_t id) const {
+    return std::string_view(pool_).substr(offsets_[id], offsets_[id + 1] - offsets_[id]);
+  }
 
   // Sets bit id of `mask` (vocab_size() bits, cleared first) for every
   // token whose bytes the matcher accepts from `state`.
@@ -47,7 +50,8 @@ class TokenTrie {
 
  private:
   int32_t vocab_ = 0;
-  std::vector<std::string> tokens_;
+  std::string pool_;               // every token's bytes, in id order
+  std::vector<uint32_t> offsets_;  // token id = pool_[offsets_[id], offsets_[id + 1])
   // Per node, in depth-first order.
   std::vector<uint8_t> bytes_;
   std::vector<uint16_t> depth_;     // 1 for the root's children
