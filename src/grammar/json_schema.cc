@@ -628,14 +628,63 @@ class SchemaCompiler {
 
 }  // namespace
 
+namespace {
+
+// Where and why text is not JSON, in nlohmann's words ("parse error at
+// line 1, column 9: ..."): a second pass with an event handler that stops
+// at the error, since the parser reports it only through a handler when it
+// may not throw.
+class ErrorLocator : public nlohmann::json_sax<Json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    message = e.what();
+    const size_t cut = message.find("] ");  // drop nlohmann's "[json.exception...]" tag
+    if (cut != std::string::npos) message = message.substr(cut + 2);
+    return false;
+  }
+  std::string message = "not valid JSON";
+};
+
+std::string ParseErrorText(std::string_view text) {
+  ErrorLocator locator;
+  Json::sax_parse(text.begin(), text.end(), &locator);
+  return locator.message;
+}
+
+// The JSON helpers report malformed input as a corrupt file; a schema is
+// the caller's argument.
+Status AsInvalidArgument(const Status& s) {
+  return s.ok() ? s : Status(StatusCode::kInvalidArgument, s.message());
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchemaValue(const Json& schema) {
   SchemaCompiler compiler(schema);
-  return compiler.Run();
+  auto g = compiler.Run();
+  if (!g.ok()) return AsInvalidArgument(g.status());
+  return g;
 }
 
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(std::string_view schema_json) {
-  POCKET_ASSIGN_OR_RETURN(Json schema, ParseJson(schema_json, "json schema"));
-  return CompileJsonSchemaValue(schema);
+  auto schema = ParseJson(schema_json, "json schema");
+  if (!schema.ok()) {
+    return Errorf(StatusCode::kInvalidArgument, "json schema: %s",
+                  ParseErrorText(schema_json).c_str());
+  }
+  return CompileJsonSchemaValue(*schema);
 }
 
 std::shared_ptr<const Grammar> JsonGrammar() {

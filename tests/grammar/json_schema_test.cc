@@ -258,7 +258,9 @@ TEST(JsonSchema, UnsupportedKeywordsAreErrors) {
   EXPECT_NE(Error(R"({"type": "object", "required": ["a"], "properties": {}})")
                 .find("required property 'a'"),
             std::string::npos);
-  EXPECT_NE(Error("{\"type\": ").find("json schema"), std::string::npos);
+  EXPECT_EQ(Error("{\"type\": \n  [1,,"),
+            "json schema: parse error at line 2, column 6: syntax error while parsing value - "
+            "unexpected ','; expected '[', '{', or a literal");
   EXPECT_NE(Error("false").find("no value matches"), std::string::npos);
 }
 
