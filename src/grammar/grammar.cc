@@ -97,6 +97,8 @@ void Utf8Runs(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRange>>* out
   out->push_back(std::move(run));
 }
 
+bool SetEmpty(const ByteSet& s) { return (s[0] | s[1] | s[2] | s[3]) == 0; }
+
 ByteSet SetOf(uint8_t lo, uint8_t hi) {
   ByteSet s{};
   for (int b = lo; b <= hi; ++b) s[b >> 6] |= uint64_t{1} << (b & 63);
@@ -262,6 +264,50 @@ class GrammarBuilder::Lowering {
     return Status::Ok();
   }
 
+  // Drops the alternatives that can never finish (a character class with
+  // no characters, such as a JSON schema's `false`, or a rule that always
+  // needs itself), so every state the matcher reaches can still complete:
+  // the language is unchanged, and a token mask never leads into a dead
+  // end. A root left without alternatives is an error.
+  Status Prune() {
+    const auto& el = g_->elements_;
+    const int32_t n = g_->num_rules();
+    std::vector<char> productive(n, 0);
+    const auto alt_productive = [&](int32_t p) {
+      for (; el[p].kind != Grammar::Kind::kEnd; ++p) {
+        if (el[p].kind == Grammar::Kind::kBytes ? SetEmpty(g_->byte_sets_[el[p].arg])
+                                                : !productive[el[p].arg]) {
+          return false;
+        }
+      }
+      return true;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int32_t r = 0; r < n; ++r) {
+        if (productive[r]) continue;
+        for (int32_t p : g_->rules_[r]) {
+          if (alt_productive(p)) {
+            productive[r] = changed = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!productive[g_->root_]) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "grammar: rule '%s' can never finish (every alternative needs itself, or a "
+                    "character class with no characters)",
+                    g_->names_[g_->root_].c_str());
+    }
+    for (auto& alts : g_->rules_) {
+      alts.erase(
+          std::remove_if(alts.begin(), alts.end(), [&](int32_t p) { return !alt_productive(p); }),
+          alts.end());
+    }
+    return Status::Ok();
+  }
+
  private:
   using Elements = std::vector<Grammar::Element>;
 
@@ -414,40 +460,22 @@ class GrammarBuilder::Lowering {
 
 namespace {
 
-bool SetEmpty(const ByteSet& s) { return (s[0] | s[1] | s[2] | s[3]) == 0; }
-
-// Rejects rules that cannot finish and left recursion, which would make the
-// matcher's closure loop forever.
-Status Check(const Grammar& g, const std::vector<ByteSet>& sets) {
+// Rejects left recursion, which would make the matcher's closure loop
+// forever.
+Status CheckLeftRecursion(const Grammar& g) {
   const auto& el = g.elements();
   const int32_t n = g.num_rules();
-  std::vector<char> nullable(n, 0), productive(n, 0);
+  std::vector<char> nullable(n, 0);
   for (bool changed = true; changed;) {
     changed = false;
     for (int32_t r = 0; r < n; ++r) {
       for (int32_t p : g.alternatives(r)) {
-        bool all_null = true, all_prod = true;
+        bool all_null = true;
         for (; el[p].kind != Grammar::Kind::kEnd; ++p) {
-          if (el[p].kind == Grammar::Kind::kBytes) {
-            all_null = false;
-            if (SetEmpty(sets[el[p].arg])) all_prod = false;
-          } else {
-            all_null = all_null && nullable[el[p].arg];
-            all_prod = all_prod && productive[el[p].arg];
-          }
+          all_null = all_null && el[p].kind == Grammar::Kind::kRule && nullable[el[p].arg];
         }
         if (all_null && !nullable[r]) nullable[r] = changed = true;
-        if (all_prod && !productive[r]) productive[r] = changed = true;
       }
-    }
-  }
-  for (int32_t r = 0; r < n; ++r) {
-    // Rules without alternatives are declared but unreachable from the root.
-    if (!productive[r] && !g.alternatives(r).empty()) {
-      return Errorf(StatusCode::kInvalidArgument,
-                    "grammar: rule '%s' can never finish (every alternative needs itself, or a "
-                    "character class with no characters)",
-                    g.rule_name(r).c_str());
     }
   }
   // Left recursion: a cycle in "r can start with s" (s after only nullable
@@ -499,7 +527,8 @@ StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Build(int32_t root) con
   auto g = std::make_shared<Grammar>();
   Lowering lowering(*this, g.get());
   POCKET_RETURN_IF_ERROR(lowering.Run(root));
-  POCKET_RETURN_IF_ERROR(Check(*g, g->byte_sets_));
+  POCKET_RETURN_IF_ERROR(lowering.Prune());
+  POCKET_RETURN_IF_ERROR(CheckLeftRecursion(*g));
   return std::shared_ptr<const Grammar>(std::move(g));
 }
 

@@ -7,11 +7,12 @@
 // (matcher.h) advances one byte at a time and a token that ends inside a
 // multi-byte character is matched like any other.
 //
-// Build() refuses grammars the matcher cannot run: a reference to an
-// undefined rule, a rule that can never finish (no finite string matches
-// it), and left recursion (a rule that reaches itself before consuming a
-// byte, which includes repeating something that can match the empty
-// string). Every error names the rule.
+// Build() drops the alternatives that can never finish (no finite string
+// matches them), so the matcher never enters a dead end, and refuses what
+// the matcher cannot run: a reference to an undefined rule, a start rule
+// that can never finish, and left recursion (a rule that reaches itself
+// before consuming a byte, which includes repeating something that can
+// match the empty string). Every error names the rule.
 #pragma once
 
 #include <array>

@@ -1,6 +1,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -38,20 +39,42 @@ constexpr int kMaxDigits = 16;
 constexpr int64_t kIntLimit = 1000000000000000000;  // 1e18
 
 // String formats as regexes (kWhole: none of their characters needs a JSON
-// escape). email is a practical subset of RFC 5321.
-const std::map<std::string, const char*> kFormats = {
-    {"date", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"},
-    {"time",
-     "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5]["
-     "0-9])"},
-    {"date-time",
-     "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|"
-     "60)(\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+// escape). Dates know the months' lengths but not leap years (February has
+// 29 days); a leap second is allowed at any minute; email is RFC 5321's
+// dot-atom local part at a domain of two or more labels (no quoted local
+// parts, no address literals).
+const std::string kDate =
+    "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+    "02-(0[1-9]|[12][0-9]))";
+const std::string kTime =
+    "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5]"
+    "[0-9])";
+const std::map<std::string, std::string> kFormats = {
+    {"date", kDate},
+    {"time", kTime},
+    {"date-time", kDate + "[Tt]" + kTime},
     {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
-    {"email", "[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63}){1,8}"},
+    {"email",
+     "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/"
+     "=?^_`{|}~-]+)*@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+"},
 };
 
 std::string Digits(uint64_t v) { return std::to_string(v); }
+
+// %XX escapes decoded (a malformed one is kept as it is).
+std::string PercentDecoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
 
 uint64_t Pow10(int n) {
   uint64_t v = 1;
@@ -64,6 +87,9 @@ class SchemaCompiler {
   explicit SchemaCompiler(const Json& root) : root_(root) {}
 
   StatusOr<std::shared_ptr<const Grammar>> Run() {
+    if (root_.is_boolean() && !root_.get<bool>()) {
+      return Unsupported("the schema is false: no value matches", "#");
+    }
     const int32_t root = b_.Rule("root");
     POCKET_ASSIGN_OR_RETURN(Expr body, Compile(root_, "#"));
     b_.Define(root, body);
@@ -241,8 +267,9 @@ class SchemaCompiler {
 
   StatusOr<Expr> Compile(const Json& s, const std::string& path) {
     if (s.is_boolean()) {
-      if (s.get<bool>()) return Value();
-      return Unsupported("the schema is false: no value matches", path);
+      // false inside a schema: a branch, property or element that cannot
+      // be (an empty character class matches nothing).
+      return s.get<bool>() ? Value() : b_.Chars({});
     }
     if (!s.is_object()) return Unsupported("a schema must be an object or a boolean", path);
     std::vector<std::string> keys;
@@ -321,16 +348,13 @@ class SchemaCompiler {
       return b_.Alt(std::move(alts));
     }
     if (types.empty()) {
-      // No type: the keywords present say which; none means any value.
-      const auto uses = [&](const std::set<std::string>& set) {
-        return std::any_of(keys.begin(), keys.end(),
-                           [&](const std::string& k) { return set.count(k) > 0; });
-      };
-      if (uses(kObjectKeys)) types.push_back("object");
-      if (uses(kArrayKeys)) types.push_back("array");
-      if (uses(kStringKeys)) types.push_back("string");
-      if (uses(kNumberKeys)) types.push_back("number");
-      if (types.empty()) return Value();
+      // No type: a value of any type, each constrained by its own keywords.
+      const bool constrained = std::any_of(keys.begin(), keys.end(), [](const std::string& k) {
+        return kObjectKeys.count(k) || kArrayKeys.count(k) || kStringKeys.count(k) ||
+               kNumberKeys.count(k);
+      });
+      if (!constrained) return Value();
+      types = {"object", "array", "string", "number", "boolean", "null"};
     }
     std::vector<Expr> alts;
     for (const std::string& t : types) {
@@ -590,13 +614,16 @@ class SchemaCompiler {
       return Unsupported("'$ref' to '" + ref + "': only local references (#...) are supported",
                          path);
     }
-    // A JSON pointer into this document: /-separated, ~1 is '/', ~0 is '~'.
+    // A URI fragment (percent-encoded) holding a JSON pointer into this
+    // document: /-separated, ~1 is '/', ~0 is '~'.
+    const std::string pointer = PercentDecoded(ref);
     const Json* target = &root_;
     size_t pos = 1;
-    while (pos < ref.size()) {
-      if (ref[pos] != '/') return Unsupported("'$ref' '" + ref + "' is not a JSON pointer", path);
-      const size_t next = std::min(ref.find('/', pos + 1), ref.size());
-      std::string token = ref.substr(pos + 1, next - pos - 1);
+    while (pos < pointer.size()) {
+      if (pointer[pos] != '/')
+        return Unsupported("'$ref' '" + ref + "' is not a JSON pointer", path);
+      const size_t next = std::min(pointer.find('/', pos + 1), pointer.size());
+      std::string token = pointer.substr(pos + 1, next - pos - 1);
       for (size_t t = 0; (t = token.find('~', t)) != std::string::npos; ++t) {
         if (t + 1 < token.size() && (token[t + 1] == '0' || token[t + 1] == '1')) {
           token.replace(t, 2, token[t + 1] == '0' ? "~" : "/");
