@@ -17,6 +17,7 @@
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/roofline.h"
+#include "grammar/token_mask.h"
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "util/json_util.h"
@@ -36,7 +37,12 @@ const char kBenchHelp[] =
     "                        runs, each right after a read probe it is compared to)\n"
     "  --op-times            also report where the measured runs' time went, per\n"
     "                        token and kind of op (each op reads the clock twice)\n"
-    "  --json                print one JSON object (keys in docs/cli.md)\n";
+    "  --json                print one JSON object (keys in docs/cli.md)\n"
+    "  --json-schema FILE, --grammar FILE, --regex RE\n"
+    "                        also decode under the constraint (greedy, a fresh\n"
+    "                        matcher per run, the grammar restarted when complete),\n"
+    "                        each run paired with an unconstrained one: decode\n"
+    "                        speed with and without, and the mask time per token\n";
 
 struct Stats {
   double median = 0, min = 0, max = 0;
@@ -205,6 +211,38 @@ bool TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_ge
   return s.ok();
 }
 
+// TimedRun's decode under a grammar: per token the mask applied to the
+// logits, the greedy pick and the matcher advanced, timed into *mask_us.
+// The grammar starts again whenever it is complete and the pick ends it, so
+// every token is constrained.
+bool ConstrainedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_gen,
+                    const std::shared_ptr<const grammar::Grammar>& g, double* decode_s,
+                    std::vector<double>* mask_us) {
+  const ModelConfig& config = session->model().config();
+  std::vector<int32_t> ends = config.stop_token_ids;
+  if (config.eos_id >= 0) ends.push_back(config.eos_id);
+  grammar::TokenMasker masker(g, session->model().token_trie(), ends);
+  std::vector<float> logits;
+  session->Reset();
+  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; s.ok() && i < n_gen; ++i) {
+    const auto m0 = std::chrono::steady_clock::now();
+    masker.Apply(logits.data(), config.vocab);
+    const int32_t id = ArgMax(logits);
+    if (masker.IsEnd(id)) {
+      masker.matcher().Reset();
+    } else {
+      s = masker.Accept(id);
+    }
+    mask_us->push_back(1e6 * SecondsSince(m0));
+    if (s.ok()) s = session->Eval({id}, LogitsMode::kLast, &logits);
+  }
+  *decode_s = SecondsSince(t0);
+  if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+  return s.ok();
+}
+
 }  // namespace
 
 int CmdBench(int argc, char** argv) {
@@ -212,6 +250,7 @@ int CmdBench(int argc, char** argv) {
   values.push_back("-p|--n-prompt");
   values.push_back("-n|--n-gen");
   values.push_back("-r|--repetitions");
+  for (const char* flag : {"--json-schema", "--grammar", "--regex"}) values.push_back(flag);
   Args args(values, WithModelBoolFlags({"-h|--help", "--json", "--roofline", "--op-times"}));
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchHelp);
@@ -230,6 +269,10 @@ int CmdBench(int argc, char** argv) {
       reps > 1000) {
     std::fprintf(stderr, "error: -p and -n must be >= 1 and -r in [1, 1000]\n");
     return kExitUsage;
+  }
+  GenerateOptions constraint;
+  if (int grammar_rc = GrammarFromArgs(args, &constraint); grammar_rc != kExitOk) {
+    return grammar_rc;
   }
   const std::string math = args.Get("--quant-math", "int8");
   const double rss_before_load = CurrentRssMib();
@@ -275,6 +318,28 @@ int CmdBench(int argc, char** argv) {
   decode_ops.linears = LinearTimesByOutput(model.plan(), decode_ops.ops);
   const Stats prefill = Summarize(prefill_rates);
   const Stats decode = Summarize(decode_rates);
+  // With a constraint: each constrained run right after an unconstrained
+  // one, so both see the same machine state; the slowdown is the median of
+  // the pairs' ratios.
+  Stats constrained, slowdown;
+  double mask_median_us = 0, mask_p99_us = 0;
+  if (constraint.grammar != nullptr) {
+    std::vector<double> rates, ratios, mask_us;
+    for (int64_t run = 0; run < reps; ++run) {
+      double free_s = 0, constrained_s = 0;
+      if (!TimedRun(&session, prompt, n_gen, &prefill_s, &free_s) ||
+          !ConstrainedRun(&session, prompt, n_gen, constraint.grammar, &constrained_s, &mask_us)) {
+        return kExitError;
+      }
+      rates.push_back(n_gen / constrained_s);
+      ratios.push_back(constrained_s / free_s);
+    }
+    constrained = Summarize(rates);
+    slowdown = Summarize(ratios);
+    std::sort(mask_us.begin(), mask_us.end());
+    mask_median_us = mask_us[mask_us.size() / 2];
+    mask_p99_us = mask_us[mask_us.size() * 99 / 100];
+  }
   const double kv_mib = session.memory().kv / (1024.0 * 1024.0);  // before the next run
   // The -p/-n workload's peak, before the longer standard inference below
   // grows the KV cache past it (that one is reported on its own).
@@ -355,6 +420,11 @@ int CmdBench(int argc, char** argv) {
     out["load_ms"] = loaded.load_ms;
     out["prefill_tok_s"] = StatsJson(prefill);
     out["decode_tok_s"] = StatsJson(decode);
+    if (constraint.grammar != nullptr) {
+      out["constrained_decode_tok_s"] = StatsJson(constrained);
+      out["constrained_time_ratio"] = StatsJson(slowdown);
+      out["mask_us"] = Json{{"median", mask_median_us}, {"p99", mask_p99_us}};
+    }
     out["kv_cache_mib"] = kv_mib;
     out["peak_rss_mib"] = rss;
     out["quant_math"] = math;
@@ -396,6 +466,13 @@ int CmdBench(int argc, char** argv) {
                 static_cast<long long>(reps));
     std::printf("decode     %lld tokens: %.1f tok/s median (min %.1f, max %.1f)\n",
                 static_cast<long long>(n_gen), decode.median, decode.min, decode.max);
+    if (constraint.grammar != nullptr) {
+      std::printf(
+          "grammar    decode %.1f tok/s median (min %.1f, max %.1f); %.3fx the time of the "
+          "paired free runs (median); mask %.1f us per token median, %.1f us p99\n",
+          constrained.median, constrained.min, constrained.max, slowdown.median, mask_median_us,
+          mask_p99_us);
+    }
     std::printf("kv cache   %.2f MiB\n", kv_mib);
     std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
     std::printf(

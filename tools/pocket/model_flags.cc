@@ -187,10 +187,7 @@ std::vector<std::string> AllValues(int argc, char** argv, const std::string& fla
   return values;
 }
 
-// --grammar FILE, --json-schema FILE or --regex RE compiled into
-// out->grammar. A file that cannot be read or does not compile is a runtime
-// error (exit 1) whose message names the place.
-static int GrammarFromArgs(Args& args, GenerateOptions* out) {
+int GrammarFromArgs(Args& args, GenerateOptions* out) {
   const bool grammar = args.Has("--grammar"), schema = args.Has("--json-schema"),
              regex = args.Has("--regex");
   if (grammar + schema + regex == 0) return kExitOk;

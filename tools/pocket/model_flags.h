@@ -41,6 +41,12 @@ int NewSession(const LoadedModel& loaded, std::unique_ptr<Session>* out);
 int GenerateOptionsFromArgs(Args& args, int argc, char** argv, const ModelConfig& config,
                             GenerateOptions* out);
 
+// --grammar FILE, --json-schema FILE or --regex RE (at most one; none
+// leaves out->grammar null) compiled into out->grammar. Returns an exit
+// code, the error printed: a usage error, or 1 for a file that cannot be
+// read or does not compile.
+int GrammarFromArgs(Args& args, GenerateOptions* out);
+
 // Every value given for a repeatable flag (--stop A --stop B, --stop=C).
 std::vector<std::string> AllValues(int argc, char** argv, const std::string& flag);
 
