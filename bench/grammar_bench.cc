@@ -167,3 +167,30 @@ BENCHMARK(GrammarMaskWalk)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// Applying a cached mask to a logits row, at the start of the document
+// (only `{` and tokens starting with it allowed) and inside a string
+// (nearly everything allowed): the floor under every masked token.
+void GrammarMaskApply(benchmark::State& state) {
+  const Setup& s = GetSetup(static_cast<int32_t>(state.range(0)));
+  if (!s.error.empty()) return state.SkipWithError(s.error.c_str());
+  TokenMasker masker(s.grammar, s.trie, {s.tokenizer->eos_id()});
+  if (state.range(1) == 1 &&
+      !masker.matcher().AcceptBytes(R"({"active": true, "address": {"city": "Z)")) {
+    return state.SkipWithError("the prefix was rejected");
+  }
+  const int32_t vocab = s.tokenizer->vocab_size();
+  std::vector<float> logits(static_cast<size_t>(vocab), 0.0f);
+  masker.Mask();
+  for (auto _ : state) {
+    masker.Apply(logits.data(), vocab);
+    benchmark::DoNotOptimize(logits.data());
+  }
+}
+BENCHMARK(GrammarMaskApply)
+    ->ArgNames({"vocab", "in_string"})
+    ->Args({151669, 0})
+    ->Args({151669, 1})
+    ->Args({65536, 0})
+    ->Args({65536, 1})
+    ->Unit(benchmark::kMicrosecond);

@@ -120,9 +120,24 @@ void TokenMasker::Apply(float* logits, int32_t vocab) {
       std::fill(logits + w * 64, logits + end, neg_inf);
       continue;
     }
-    for (int32_t id = w * 64; id < end; ++id) {
-      if (!((bits >> (id & 63)) & 1)) logits[id] = neg_inf;
+    // A mixed word costs the smaller of its two sides: mostly allowed (as
+    // inside a JSON string), write the forbidden ones; mostly forbidden,
+    // keep the allowed ones, fill the word, and put them back.
+    float* row = logits + w * 64;
+    const int32_t len = end - w * 64;
+    const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
+    if (__builtin_popcountll(bits) >= 32) {
+      for (uint64_t off = ~bits & valid; off != 0; off &= off - 1) {
+        row[__builtin_ctzll(off)] = neg_inf;
+      }
+      continue;
     }
+    float kept[64];
+    int n = 0;
+    for (uint64_t on = bits; on != 0; on &= on - 1) kept[n++] = row[__builtin_ctzll(on)];
+    std::fill(row, row + len, neg_inf);
+    n = 0;
+    for (uint64_t on = bits; on != 0; on &= on - 1) row[__builtin_ctzll(on)] = kept[n++];
   }
   // Ids past the trie's vocabulary (a model whose embedding has padding
   // rows) have no bytes: never allowed.
