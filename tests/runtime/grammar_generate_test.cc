@@ -1,5 +1,6 @@
 // Generation under a grammar on a random-weight Qwen3 (the tiny-qwen3
-// preset with the real Qwen3 tokenizer), at temperature 1 over many seeds:
+// preset with the real Qwen3 tokenizer) and on stories260K (SentencePiece
+// with byte fallback), at temperature 1 over many seeds:
 // every output that ends at end-of-sequence parses as JSON and passes the
 // independent validator (tests/grammar/schema_validator.h); greedy decoding
 // under a grammar that allows what the model would say anyway says it.
@@ -107,6 +108,38 @@ TEST(GrammarGenerate, SchemaOutputsValidate) {
     }
     EXPECT_GT(complete, 0) << schema;
     std::printf("%d of 10 outputs complete for %.60s...\n", complete, schema);
+  }
+}
+
+// stories260K: SentencePiece with byte fallback (512 pieces, `▁` for a
+// space, <0xNN> byte tokens): the same check over its vocabulary.
+TEST(GrammarGenerate, SchemaOutputsValidateOnSentencePiece) {
+  auto m = Model::Load(std::string(POCKET_TEST_MODELS) + "/stories260K-f32.pocket", ModelOptions());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  for (const char* schema : testing::kTestSchemas) {
+    auto g = grammar::CompileJsonSchema(schema);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    testing::SchemaValidator validator(nlohmann::json::parse(schema));
+    int complete = 0;
+    for (uint64_t seed = 0; seed < 6; ++seed) {
+      auto session = Session::Create(m->get(), SessionOptions());
+      ASSERT_TRUE(session.ok()) << session.status().ToString();
+      GenerateOptions options;
+      options.sampling.temperature = 1.0f;
+      options.sampling.seed = seed;
+      options.max_new_tokens = 300;
+      options.grammar = *g;
+      GenerateResult result;
+      Status s = Generate(session->get(), "Once upon a time", options, nullptr, &result);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      if (result.stop != "eos") continue;
+      ++complete;
+      nlohmann::json value = nlohmann::json::parse(result.text, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << schema << "\nseed " << seed << ": " << result.text;
+      EXPECT_TRUE(validator.Valid(value)) << schema << "\nseed " << seed << ": " << result.text;
+    }
+    EXPECT_GT(complete, 0) << schema;
+    std::printf("%d of 6 outputs complete for %.60s...\n", complete, schema);
   }
 }
 
