@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <utility>
 
 namespace pocket {
@@ -73,6 +72,7 @@ int32_t Matcher::InternState(std::vector<int32_t> nodes) {
   auto [it, inserted] = state_ids_.emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (inserted) {
     accepting_.push_back(nodes.front() == kDone);
+    loops_on_plain_.push_back(-1);
     states_.push_back(std::move(nodes));
     transitions_.resize(transitions_.size() + 256, kUnknown);
   }
@@ -98,21 +98,41 @@ int32_t Matcher::ComputeStep(int32_t state, uint8_t byte) {
       }
     }
   }
-  std::map<std::vector<uint64_t>, int32_t> computed;
+  // The distinct sets so far (few), each as the first byte that had it and
+  // the state it leads to.
+  std::vector<std::pair<int, int32_t>> distinct;
   for (int b = 0; b < 256; ++b) {
-    std::vector<uint64_t> key(accepting.begin() + b * words, accepting.begin() + (b + 1) * words);
-    auto it = computed.find(key);
-    if (it == computed.end()) {
+    const uint64_t* key = &accepting[b * words];
+    int32_t next_state = kUnknown;
+    for (const auto& [first, next] : distinct) {
+      if (std::equal(key, key + words, &accepting[first * words])) {
+        next_state = next;
+        break;
+      }
+    }
+    if (next_state == kUnknown) {
       std::vector<int32_t> next;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (!((key[i / 64] >> (i % 64)) & 1)) continue;
         AddClosure(Node(node_pos_[nodes[i]] + 1, node_parent_[nodes[i]]), &next);
       }
-      it = computed.emplace(std::move(key), InternState(std::move(next))).first;
+      next_state = InternState(std::move(next));
+      distinct.push_back({b, next_state});
     }
-    transitions_[static_cast<size_t>(state) * 256 + b] = it->second;
+    transitions_[static_cast<size_t>(state) * 256 + b] = next_state;
   }
   return transitions_[static_cast<size_t>(state) * 256 + byte];
+}
+
+bool Matcher::LoopsOnPlain(int32_t state) {
+  if (loops_on_plain_[state] < 0) {
+    bool loops = true;
+    for (int b = 0x20; b < 0x7F && loops; ++b) {
+      if (IsPlain(static_cast<uint8_t>(b))) loops = Step(state, static_cast<uint8_t>(b)) == state;
+    }
+    loops_on_plain_[state] = loops;
+  }
+  return loops_on_plain_[state] != 0;
 }
 
 bool Matcher::AcceptByte(uint8_t byte) {

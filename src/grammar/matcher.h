@@ -54,6 +54,12 @@ class Matcher {
     return next != kUnknown ? next : ComputeStep(state, byte);
   }
   bool Accepting(int32_t state) const { return accepting_[state]; }
+  // Whether every printable ASCII byte but `"` and `\` (kPlain) leads from
+  // `state` back to it: the inside of a JSON string, or of any repetition
+  // of such characters. A token of only those bytes is then allowed
+  // without walking it (token_mask.h).
+  bool LoopsOnPlain(int32_t state);
+  static bool IsPlain(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
   int32_t num_states() const { return static_cast<int32_t>(accepting_.size()); }
   const Grammar& grammar() const { return *grammar_; }
 
@@ -82,6 +88,7 @@ class Matcher {
   std::unordered_map<std::string, int32_t> state_ids_;
   std::vector<int32_t> transitions_;
   std::vector<char> accepting_;
+  std::vector<int8_t> loops_on_plain_;  // per state: -1 not known yet
   int32_t start_ = 0;
   int32_t state_ = 0;
 };

@@ -57,6 +57,14 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vec
     path.pop_back();
   }
   id_begin_.push_back(static_cast<uint32_t>(ids_.size()));
+  // A subtree is plain when no byte in its preorder range is not: prefix
+  // counts of the other bytes answer that per node.
+  std::vector<uint32_t> others(bytes_.size() + 1, 0);
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    others[i + 1] = others[i] + !Matcher::IsPlain(bytes_[i]);
+  }
+  plain_.resize(bytes_.size());
+  for (size_t i = 0; i < bytes_.size(); ++i) plain_[i] = others[skip_[i]] == others[i];
 }
 
 void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mask) const {
@@ -67,6 +75,14 @@ void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mas
   const size_t n = bytes_.size();
   for (size_t i = 0; i < n;) {
     const uint16_t d = depth_[i];
+    if (plain_[i] && matcher->LoopsOnPlain(states[d - 1])) {
+      for (uint32_t k = id_begin_[i]; k < id_begin_[skip_[i]]; ++k) {
+        const int32_t id = ids_[k];
+        bits[id >> 6] |= uint64_t{1} << (id & 63);
+      }
+      i = skip_[i];
+      continue;
+    }
     const int32_t s = matcher->Step(states[d - 1], bytes_[i]);
     if (s == Matcher::kDead) {
       i = skip_[i];
