@@ -72,7 +72,7 @@ int32_t Matcher::InternState(std::vector<int32_t> nodes) {
   auto [it, inserted] = state_ids_.emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (inserted) {
     accepting_.push_back(nodes.front() == kDone);
-    loops_on_plain_.push_back(-1);
+    plain_run_.push_back(-1);
     states_.push_back(std::move(nodes));
     transitions_.resize(transitions_.size() + 256, kUnknown);
   }
@@ -124,15 +124,39 @@ int32_t Matcher::ComputeStep(int32_t state, uint8_t byte) {
   return transitions_[static_cast<size_t>(state) * 256 + byte];
 }
 
-bool Matcher::LoopsOnPlain(int32_t state) {
-  if (loops_on_plain_[state] < 0) {
-    bool loops = true;
-    for (int b = 0x20; b < 0x7F && loops; ++b) {
-      if (IsPlain(static_cast<uint8_t>(b))) loops = Step(state, static_cast<uint8_t>(b)) == state;
+uint8_t Matcher::PlainRun(int32_t state) {
+  // Follows the common successors until a state whose run is known, one
+  // without a common successor, one that loops, or the cap; then each state
+  // on the way gets one more than the next. A cycle through several states
+  // stops at the cap, which undercounts: still a run the state does take.
+  std::vector<int32_t> chain;
+  int32_t s = state;
+  int run = 0;
+  for (;;) {
+    if (plain_run_[s] >= 0) {
+      run = plain_run_[s];
+      break;
     }
-    loops_on_plain_[state] = loops;
+    int32_t next = Step(s, ' ');
+    for (int b = 0x21; b < 0x7F && next != kDead; ++b) {
+      if (IsPlain(static_cast<uint8_t>(b)) && Step(s, static_cast<uint8_t>(b)) != next) {
+        next = kDead;
+      }
+    }
+    if (next == s || next == kDead) {
+      run = next == s ? kPlainForever : 0;
+      plain_run_[s] = static_cast<int16_t>(run);
+      break;
+    }
+    chain.push_back(s);
+    if (chain.size() + 1 >= kPlainForever) break;  // run 0 past the cap
+    s = next;
   }
-  return loops_on_plain_[state] != 0;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (run != kPlainForever) run = std::min(run + 1, kPlainForever - 1);
+    plain_run_[*it] = static_cast<int16_t>(run);
+  }
+  return static_cast<uint8_t>(plain_run_[state]);
 }
 
 bool Matcher::AcceptByte(uint8_t byte) {

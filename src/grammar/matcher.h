@@ -54,11 +54,14 @@ class Matcher {
     return next != kUnknown ? next : ComputeStep(state, byte);
   }
   bool Accepting(int32_t state) const { return accepting_[state]; }
-  // Whether every printable ASCII byte but `"` and `\` (kPlain) leads from
-  // `state` back to it: the inside of a JSON string, or of any repetition
-  // of such characters. A token of only those bytes is then allowed
-  // without walking it (token_mask.h).
-  bool LoopsOnPlain(int32_t state);
+  // How many plain bytes (IsPlain: printable ASCII but `"` and `\`) in a
+  // row `state` takes whatever they are: each step must send every plain
+  // byte to one common next state. kPlainForever when they loop back to
+  // `state` (the inside of a JSON string); n for the n remaining
+  // characters of a string with maxLength. A token of only plain bytes, no
+  // longer than that, is then allowed without walking it (token_mask.h).
+  static constexpr uint8_t kPlainForever = 255;
+  uint8_t PlainRun(int32_t state);
   static bool IsPlain(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
   int32_t num_states() const { return static_cast<int32_t>(accepting_.size()); }
   const Grammar& grammar() const { return *grammar_; }
@@ -88,7 +91,7 @@ class Matcher {
   std::unordered_map<std::string, int32_t> state_ids_;
   std::vector<int32_t> transitions_;
   std::vector<char> accepting_;
-  std::vector<int8_t> loops_on_plain_;  // per state: -1 not known yet
+  std::vector<int16_t> plain_run_;  // per state: -1 not known yet
   int32_t start_ = 0;
   int32_t state_ = 0;
 };

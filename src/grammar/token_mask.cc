@@ -64,7 +64,15 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vec
     others[i + 1] = others[i] + !Matcher::IsPlain(bytes_[i]);
   }
   plain_.resize(bytes_.size());
-  for (size_t i = 0; i < bytes_.size(); ++i) plain_[i] = others[skip_[i]] == others[i];
+  height_.resize(bytes_.size());
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    plain_[i] = others[skip_[i]] == others[i];
+    int height = 1;
+    for (size_t j = i + 1; j < skip_[i] && height < 255; ++j) {
+      height = std::max(height, depth_[j] - depth_[i] + 1);
+    }
+    height_[i] = static_cast<uint8_t>(std::min(height, 255));
+  }
 }
 
 void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mask) const {
@@ -75,7 +83,7 @@ void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mas
   const size_t n = bytes_.size();
   for (size_t i = 0; i < n;) {
     const uint16_t d = depth_[i];
-    if (plain_[i] && matcher->LoopsOnPlain(states[d - 1])) {
+    if (plain_[i] && height_[i] <= matcher->PlainRun(states[d - 1])) {
       for (uint32_t k = id_begin_[i]; k < id_begin_[skip_[i]]; ++k) {
         const int32_t id = ids_[k];
         bits[id >> 6] |= uint64_t{1} << (id & 63);

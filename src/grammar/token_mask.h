@@ -5,8 +5,8 @@
 // the tokens that end there). A mask is one pass over that array with the
 // matcher's lazy automaton: a node whose byte the grammar rejects skips its
 // whole subtree, and every token ending at a surviving node is allowed. A
-// subtree of plain text bytes under a state that loops on them (inside a
-// string) is allowed whole without walking it. A
+// subtree of plain text bytes under a state that takes that many of them,
+// whatever they are (inside a string), is allowed whole without walking it. A
 // token is judged by all its bytes, so merged tokens that span grammar
 // elements (`"}`, `":`, `],`) and tokens ending inside a UTF-8 character are
 // handled like any other. The trie depends only on the vocabulary: build it
@@ -60,9 +60,11 @@ class TokenTrie {
   std::vector<uint32_t> skip_;      // index just past the node's subtree
   std::vector<uint32_t> id_begin_;  // ids_[id_begin_[i], id_begin_[i + 1])
   // Whether the node's subtree (itself included) holds only bytes for which
-  // Matcher::IsPlain holds: from a state that loops on those, every token in
+  // Matcher::IsPlain holds, and how deep it is (the node alone: 1; at most
+  // 255): from a state whose PlainRun is at least that deep every token in
   // it is allowed, and its ids are ids_[id_begin_[i], id_begin_[skip_[i]]).
   std::vector<uint8_t> plain_;
+  std::vector<uint8_t> height_;
   std::vector<int32_t> ids_;
   size_t max_depth_ = 0;
 };

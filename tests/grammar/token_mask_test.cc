@@ -84,6 +84,15 @@ TEST(TokenMask, MatchesBruteForceAlongJson) {
   CheckAlong(g, R"({"list": [1.5, -2], "n": 42, "name": "日本 \"q\""})", 3);
 }
 
+// Each character position of a bounded string is its own state, where
+// only tokens that fit the characters left may pass.
+TEST(TokenMask, MatchesBruteForceInBoundedStrings) {
+  auto g = MustCompile(grammar::CompileJsonSchema(R"({"type": "object",
+    "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 7}},
+    "required": ["s"], "additionalProperties": false})"));
+  CheckAlong(g, R"({"s": "ab cd\"e"})", 1);
+}
+
 TEST(TokenMask, MatchesBruteForceForAnyJson) {
   CheckAlong(grammar::JsonGrammar(), R"([{"é": [true, null]}, "x\u00e9", 0])", 4);
 }
