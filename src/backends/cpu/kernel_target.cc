@@ -270,10 +270,13 @@ std::vector<std::string> KernelTargetsNotRunHere() {
   std::vector<std::string> names;
   if (kMatrixExtension != nullptr && !MatrixExtensionAvailable()) names.push_back(kMatrixExtension);
   if (kExtension != nullptr && !Int8ExtensionAvailable()) names.push_back(kExtension);
-  int64_t run_here = 0;
-  for (int64_t target : ListTargets()) run_here |= target;
-  for (int64_t bit = 1; bit != 0 && bit <= HWY_TARGETS; bit <<= 1) {
-    if ((HWY_TARGETS & bit) != 0 && (run_here & bit) == 0) names.push_back(hwy::TargetName(bit));
+  uint64_t run_here = 0;
+  for (int64_t target : ListTargets()) run_here |= static_cast<uint64_t>(target);
+  const uint64_t compiled = static_cast<uint64_t>(HWY_TARGETS);
+  for (uint64_t bit = 1; bit != 0 && bit <= compiled; bit <<= 1) {
+    if ((compiled & bit) != 0 && (run_here & bit) == 0) {
+      names.push_back(hwy::TargetName(static_cast<int64_t>(bit)));
+    }
   }
   return names;
 }
