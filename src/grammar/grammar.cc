@@ -264,6 +264,11 @@ class GrammarBuilder::Lowering {
     return Status::Ok();
   }
 
+  // Every item repeated more than once, and the rule it came from.
+  const std::vector<std::pair<Grammar::Element, std::string>>& repeated() const {
+    return repeated_;
+  }
+
   // Drops the alternatives that can never finish (a character class with
   // no characters, such as a JSON schema's `false`, or a rule that always
   // needs itself), so every state the matcher reaches can still complete:
@@ -414,6 +419,7 @@ class GrammarBuilder::Lowering {
         return;
       case Node::Kind::kRepeat: {
         const Grammar::Element item = Single(n.items[0], "item");
+        if (n.max != 1 || n.min > 1) repeated_.push_back({item, current_});
         for (int32_t i = 0; i < n.min; ++i) out->push_back(item);
         if (n.max == kUnbounded) {
           // tail ::= item tail | (empty): right recursion, which the matcher
@@ -452,6 +458,8 @@ class GrammarBuilder::Lowering {
   const GrammarBuilder& b_;
   Grammar* g_;
   std::string current_;
+
+  std::vector<std::pair<Grammar::Element, std::string>> repeated_;
   std::vector<bool> lowered_;
   std::vector<int32_t> pending_;
   std::map<ByteSet, int32_t> set_ids_;
@@ -461,8 +469,11 @@ class GrammarBuilder::Lowering {
 namespace {
 
 // Rejects left recursion, which would make the matcher's closure loop
-// forever.
-Status CheckLeftRecursion(const Grammar& g) {
+// forever, and repeating something that can match the empty string, which
+// makes every way to split the input a separate parse: `(a?){2,300}` holds
+// hundreds of parses at every step, nested repetitions of it millions.
+Status CheckRecursion(const Grammar& g,
+                      const std::vector<std::pair<Grammar::Element, std::string>>& repeated) {
   const auto& el = g.elements();
   const int32_t n = g.num_rules();
   std::vector<char> nullable(n, 0);
@@ -476,6 +487,14 @@ Status CheckLeftRecursion(const Grammar& g) {
         }
         if (all_null && !nullable[r]) nullable[r] = changed = true;
       }
+    }
+  }
+  for (const auto& [item, rule] : repeated) {
+    if (item.kind == Grammar::Kind::kRule && nullable[item.arg]) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "grammar: rule '%s' repeats something that can match the empty string "
+                    "(repeat a non-empty part instead: a{0,3} rather than (a?){3})",
+                    rule.c_str());
     }
   }
   // Left recursion: a cycle in "r can start with s" (s after only nullable
@@ -528,7 +547,7 @@ StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Build(int32_t root) con
   Lowering lowering(*this, g.get());
   POCKET_RETURN_IF_ERROR(lowering.Run(root));
   POCKET_RETURN_IF_ERROR(lowering.Prune());
-  POCKET_RETURN_IF_ERROR(CheckLeftRecursion(*g));
+  POCKET_RETURN_IF_ERROR(CheckRecursion(*g, lowering.repeated()));
   return std::shared_ptr<const Grammar>(std::move(g));
 }
 
