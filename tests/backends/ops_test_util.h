@@ -61,7 +61,7 @@ inline std::optional<bool> CpuHasFeature(const char* flag, const char* env) {
 // I8MM, x86's AMX), it runs with them, then without.
 template <typename Body>
 void ForEachTarget(const Body& body) {
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  const std::vector<int64_t> targets = RunnableKernelTargets();
   ASSERT_FALSE(targets.empty());
   for (int64_t target : targets) {
     hwy::SetSupportedTargetsForTest(target);

@@ -68,16 +68,41 @@ bool CpuIsIntel() {
 
 bool Allowed() { return extension_allowed.load(std::memory_order_relaxed); }
 
-bool CpuHasExtension() {
-#if POCKET_NEON_DOTPROD_KERNELS  // HWCAP_ASIMDDP, arm64 Linux ABI
-  return ArmCpuReports(1, 20, "hw.optional.arm.FEAT_DotProd");
-#elif POCKET_AVX2_VNNI_KERNELS
-  // CPUID leaf 7 subleaf 1, EAX bit 4: AVX-VNNI. The OS saves the ymm
-  // registers wherever Highway chose AVX2, the only target it extends.
+// CPUID leaf 7 subleaf 1, EAX bit 4: AVX-VNNI (the VEX-encoded VNNI dots).
+bool CpuHasAvxVnni() {
+#if HWY_ARCH_X86 && defined(__GNUC__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
 #else
   return false;
+#endif
+}
+
+bool CpuHasExtension() {
+#if POCKET_NEON_DOTPROD_KERNELS  // HWCAP_ASIMDDP, arm64 Linux ABI
+  return ArmCpuReports(1, 20, "hw.optional.arm.FEAT_DotProd");
+#elif POCKET_AVX2_VNNI_KERNELS
+  // The OS saves the ymm registers wherever Highway chose AVX2, the only
+  // target it extends.
+  return CpuHasAvxVnni();
+#else
+  return false;
+#endif
+}
+
+// Whether this build's code for `target` runs on this CPU beyond what
+// Highway checks. Highway 1.0.3 compiles its AVX3_DL target with the
+// AVX-VNNI feature besides AVX512_VNNI, and Clang then encodes the VNNI dots
+// of 128- and 256-bit vectors with VEX (AVX-VNNI), which CPUs with
+// AVX512_VNNI but not AVX-VNNI (Ice Lake, Zen 4) fault on; GCC keeps the
+// EVEX encoding. A Clang build runs AVX3 there instead.
+bool TargetRunsHere(int64_t target) {
+#if HWY_ARCH_X86 && defined(__clang__)
+  static const bool avx_vnni = CpuHasAvxVnni();
+  return target != HWY_AVX3_DL || avx_vnni;
+#else
+  (void)target;
+  return true;
 #endif
 }
 
@@ -242,7 +267,10 @@ void Disable(int64_t targets) {
 // listed SVE2_128 first and dispatched to SVE2, with 256-bit ones (Neoverse
 // V1) SVE_256 and SVE2. DisableTargets chooses from the list.
 std::vector<int64_t> ListTargets() {
-  std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  std::vector<int64_t> targets;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (TargetRunsHere(target)) targets.push_back(target);
+  }
   hwy::DisableTargets(disabled_targets.load(std::memory_order_relaxed));
   return targets;
 }
@@ -295,9 +323,12 @@ bool RestrictKernelTargets(const std::string& name) {
   return false;
 }
 
+std::vector<int64_t> RunnableKernelTargets() { return ListTargets(); }
+
 void LiftKernelTargetRestriction() {
   hwy::DisableTargets(0);  // so the list holds every target this CPU runs
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  disabled_targets.store(0, std::memory_order_relaxed);
+  const std::vector<int64_t> targets = ListTargets();
   Disable(targets.empty() ? 0 : targets.front() - 1);  // the best one (ListTargets)
   AllowInt8Extension(true);
   AllowMatrixExtension(true);

@@ -29,6 +29,11 @@ const char* KernelTargetName();
 std::vector<std::string> KernelTargets();
 // The same names in one string, `separator` between them (for messages).
 std::string KernelTargetList(const char* separator);
+// The Highway targets the kernels can dispatch to on this CPU (the bits
+// of KernelTargets' names, without the extensions), best first: Highway's
+// own list less any whose code this build cannot run here
+// (kernel_target.cc: TargetRunsHere). Tests that force each target use it.
+std::vector<int64_t> RunnableKernelTargets();
 // What this build compiled that this CPU cannot run: Highway targets, the
 // int8 extension and the matrix extension, best first (so a log shows which
 // kernels a test run could not reach here).
