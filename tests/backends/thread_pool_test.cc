@@ -236,10 +236,10 @@ TEST(ThreadPoolTest, RangesRunEveryUnitExactlyOnce) {
 // A thread that stops in the middle of its share (descheduled, on a busy
 // phone) holds up only the piece it has started: the caller, whose share
 // runs out, takes the back half of what the worker has left, again and
-// again, without waiting for it. The worker stops in its first one-unit
-// piece until the other 63 units are done; without the hand-over they never
-// are and it runs its whole share. (A worker that starts late finds its
-// share taken whole, and runs nothing.)
+// again, without waiting for it. The halving leaves a last unit to its
+// owner, so the worker, stopped in its first one-unit piece until 62 of the
+// 64 units are done, runs at most 2; without the hand-over it runs its whole
+// share. (A worker that starts late finds its share taken whole.)
 TEST(ThreadPoolTest, RangesHandOverTheShareOfAStoppedThread) {
   ThreadPool pool(ThreadPoolOptions{2, false});
   for (int round = 0; round < 3; ++round) {
@@ -247,11 +247,11 @@ TEST(ThreadPoolTest, RangesHandOverTheShareOfAStoppedThread) {
     std::atomic<bool> stopped{false};
     const std::vector<size_t> ran = CheckRanges(pool, 64, 1, [&](size_t, size_t, size_t thread) {
       if (thread == 1 && !stopped.exchange(true)) {
-        WaitAtMostTenSeconds([&] { return done.load() == 63; });
+        WaitAtMostTenSeconds([&] { return done.load() >= 62; });
       }
       done.fetch_add(1);
     });
-    EXPECT_LE(ran[1], 1u) << "round " << round << " caller ran " << ran[0];
+    EXPECT_LE(ran[1], 2u) << "round " << round << " caller ran " << ran[0];
   }
 }
 
