@@ -68,15 +68,17 @@ bool CpuIsIntel() {
 
 bool Allowed() { return extension_allowed.load(std::memory_order_relaxed); }
 
+#if HWY_ARCH_X86
 // CPUID leaf 7 subleaf 1, EAX bit 4: AVX-VNNI (the VEX-encoded VNNI dots).
 bool CpuHasAvxVnni() {
-#if HWY_ARCH_X86 && defined(__GNUC__)
+#if defined(__GNUC__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif
 }
+#endif
 
 bool CpuHasExtension() {
 #if POCKET_NEON_DOTPROD_KERNELS  // HWCAP_ASIMDDP, arm64 Linux ABI
