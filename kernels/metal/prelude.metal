@@ -1,6 +1,6 @@
 // Metal Shading Language definitions of the kernel prelude: the same names
 // as kernels/opencl/prelude.cl, so the Metal backend compiles this file
-// followed by the op bodies of kernels/opencl/*.cl unchanged
+// followed by the op bodies of kernels/gpu/*.cl unchanged
 // (docs/gpu-kernels.md). Compile with -fno-fast-math: the kernels must round
 // like the CPU backend (no contraction of a*b+c, exact division and sqrt).
 //

@@ -1,5 +1,5 @@
-// OpenCL C 1.2 definitions of the kernel prelude. Every other file in this
-// folder is written in the common subset of OpenCL C and the Metal Shading
+// OpenCL C 1.2 definitions of the kernel prelude. Every file in kernels/gpu
+// is written in the common subset of OpenCL C and the Metal Shading
 // Language and reaches API-specific features only through these macros;
 // kernels/metal/prelude.metal defines the same names for Metal
 // (docs/gpu-kernels.md).

@@ -1,4 +1,4 @@
-// The kernel sources of kernels/opencl, embedded at build time by
+// The kernel sources of kernels/opencl and kernels/gpu, embedded at build time by
 // cmake/EmbedKernels.cmake (the generated opencl_kernels.cc defines these),
 // in program order: the prelude first.
 #pragma once

@@ -9,7 +9,7 @@
 
 namespace pocket::opencl {
 
-// kernels/opencl/*.cl in program order, as one source text.
+// kernels/opencl/prelude.cl and kernels/gpu/*.cl in program order, as one source text.
 std::string EmbeddedProgramSource();
 
 // Compiler options for `device`: the prelude's feature switches
