@@ -204,17 +204,17 @@ StatusOr<QuantOptions> ParseQuantOptions(const std::string& quant, const std::st
   QuantOptions q;
   if (!quant.empty() && !ParseDType(quant, &q.weights)) {
     return Errorf(StatusCode::kInvalidArgument,
-                  "--quant '%s' is not a type; use q4, q8, f16, bf16 or f32", quant.c_str());
+                  "quant='%s' is not a type; use q4, q8, f16, bf16 or f32", quant.c_str());
   }
   q.embeddings = q.weights;
   if (!embed_quant.empty() && !ParseDType(embed_quant, &q.embeddings)) {
     return Errorf(StatusCode::kInvalidArgument,
-                  "--embed-quant '%s' is not a type; use q4, q8, f16, bf16 or f32",
+                  "embed_quant='%s' is not a type; use q4, q8, f16, bf16 or f32",
                   embed_quant.c_str());
   }
   if (group != 0) {
     if (!IsValidGroup(DType::kQ4, static_cast<uint32_t>(group)) || group > 128) {
-      return Errorf(StatusCode::kInvalidArgument, "--group %lld must be 32, 64 or 128",
+      return Errorf(StatusCode::kInvalidArgument, "group=%lld must be 32, 64 or 128",
                     static_cast<long long>(group));
     }
     q.group = static_cast<uint32_t>(group);
@@ -226,7 +226,7 @@ StatusOr<QuantOptions> ParseQuantOptions(const std::string& quant, const std::st
 Status ParseLayoutOption(const std::string& layout, QuantOptions* q) {
   if (!layout.empty() && !ParseLayout(layout, &q->layout)) {
     return Errorf(StatusCode::kInvalidArgument,
-                  "--layout '%s' is not a layout; use rows16 (default) or row_major",
+                  "layout='%s' is not a layout; use rows16 (default) or row_major",
                   layout.c_str());
   }
   return Status::Ok();

@@ -423,7 +423,7 @@ StatusOr<std::vector<uint8_t>> NativeBytes(const GgufFile& f, const GgufTensor& 
         if (src[2 + j] == 0x80) {
           return Errorf(StatusCode::kUnsupported,
                         "GGUF tensor '%s' (Q8_0): block %llu holds the code -128, which q8 does "
-                        "not (its codes are -127..127); convert with --quant",
+                        "not (its codes are -127..127); convert with quant=q8 (or another type)",
                         t.name.c_str(), static_cast<ull>(g));
         }
       }
@@ -450,7 +450,7 @@ StatusOr<std::vector<uint8_t>> NativeBytes(const GgufFile& f, const GgufTensor& 
       if (F16ToF32(min_h) != -8.0f * d) {
         return Errorf(StatusCode::kUnsupported,
                       "GGUF tensor '%s' (Q4_0): block %llu's scale %g makes the offset -8·d "
-                      "overflow f16; convert with --quant",
+                      "overflow f16; convert with quant=q4 (or another type)",
                       t.name.c_str(), static_cast<ull>(b), d);
       }
     } else {

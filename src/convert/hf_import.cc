@@ -161,7 +161,7 @@ Status RefuseUnimplemented(const Json& cfg, const ModelConfig& c) {
   }
   if (const Json* q = given("quantization_config")) {
     return Unsupported("quantization_config", *q,
-                       "convert the unquantized checkpoint (pocket convert --quant quantizes)");
+                       "convert the unquantized checkpoint (quant=q4 or quant=q8 quantizes it)");
   }
   return Status::Ok();
 }

@@ -86,7 +86,7 @@ StatusOr<SourceModel> ImportLlama2c(const std::string& path, const std::string& 
   if (tokenizer_path.empty()) {
     return Errorf(StatusCode::kInvalidArgument,
                   "'%s' is a llama2.c checkpoint, which carries no tokenizer; pass "
-                  "--tokenizer with its sentencepiece .model file",
+                  "tokenizer_path, its sentencepiece .model file",
                   path.c_str());
   }
   POCKET_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped,
@@ -112,7 +112,7 @@ StatusOr<SourceModel> ImportLlama2c(const std::string& path, const std::string& 
   }
 
   POCKET_ASSIGN_OR_RETURN(std::string proto,
-                          ReadRegularFile(tokenizer_path, "SentencePiece .model file (--tokenizer)",
+                          ReadRegularFile(tokenizer_path, "SentencePiece .model file (tokenizer_path)",
                                           kMaxTextFileBytes));
   auto tok = Tokenizer::FromSentencePiece(proto);
   if (!tok.ok()) {

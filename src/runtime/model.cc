@@ -122,7 +122,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   if (opencl) {
     auto device = OpenClModel::Create(model->plan_);
     if (!device.ok()) {
-      return Status(device.status().code(), "--backend opencl: " + device.status().message());
+      return Status(device.status().code(), "backend=opencl: " + device.status().message());
     }
     model->opencl_ = std::move(device).value();
   }

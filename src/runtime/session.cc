@@ -69,7 +69,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
     if (model->opencl() != nullptr) {
       return Errorf(StatusCode::kInvalidArgument,
                     "the OpenCL backend keeps its KV cache in f16, f32 or q8, not bf16; choose "
-                    "one of those (--kv f16)");
+                    "one of those (kv_type=f16)");
     }
 #endif
   }
@@ -154,8 +154,8 @@ Status Session::BudgetError(size_t pos, size_t n, LogitsMode mode) const {
                 "memory budget of %s reached: %zu tokens are held and %zu more do not fit "
                 "(weights %.1f MiB + model %.1f MiB + scratch %.1f MiB + logits %.1f MiB + KV "
                 "%.1f MiB, %.1f KiB "
-                "per token as %s); raise the budget (--budget MIB), store K/V as q8 (--kv q8, "
-                "about half the bytes per token) or keep a sliding window (--kv-policy slide)",
+                "per token as %s); raise the budget (budget_bytes), store K/V as q8 (kv_type=q8, "
+                "about half the bytes per token) or keep a sliding window (kv_policy=slide)",
                 BudgetText(options_.budget_bytes).c_str(), pos, n, MiB(f.weights), MiB(f.model),
                 MiB(f.scratch), MiB(f.logits), MiB(kv_.BytesFor(pos)),
                 static_cast<double>(kv_.page_bytes()) / kv_.page_tokens() / 1024.0,
@@ -216,8 +216,8 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
   const bool on_device = device_ != nullptr;
   if (on_device && slide) {
     return Status(StatusCode::kUnsupported,
-                  "the OpenCL backend has no sliding KV window; use --kv-policy error or "
-                  "--backend cpu");
+                  "the OpenCL backend has no sliding KV window; use kv_policy=error or "
+                  "backend=cpu");
   }
 #else
   const bool on_device = false;
@@ -278,8 +278,8 @@ Status Session::CheckFinite(const std::vector<int32_t>& tokens, LogitsMode mode,
                 "the model computed a non-finite logit (%s, vocabulary entry %zu) at position %zu "
                 "(input index %zu of %zu, token id %d): its weights hold a NaN or infinity, or "
                 "its activations overflow; the session keeps its %zu earlier tokens. Reconvert "
-                "the model from its source; if that does not help, try --quant-math f32 and "
-                "--kv f32, and report the model",
+                "the model from its source; if that does not help, try quant_math=f32 and "
+                "kv_type=f32, and report the model",
                 kind, bad % vocab, first + input, input, n, tokens[input], first);
 }
 

@@ -173,7 +173,7 @@ Status Session::CheckStateFilesSupported() const {
   if (device_ != nullptr) {
     return Status(StatusCode::kUnsupported,
                   "session state files are not supported on the OpenCL backend (its KV cache "
-                  "lives on the device); use --backend cpu to save or load a session");
+                  "lives on the device); use backend=cpu to save or load a session");
   }
 #endif
   return Status::Ok();
@@ -249,7 +249,7 @@ Status Session::Load(const std::string& path) {
   if (type != static_cast<uint32_t>(options_.kv_type)) {
     return Errorf(StatusCode::kInvalidArgument,
                   "%s: the state holds a %s KV cache but this session uses %s; create the session "
-                  "with the same KV type (--kv %s)",
+                  "with the same KV type (kv_type=%s)",
                   path.c_str(), stored, cpu::KvTypeName(options_.kv_type), stored);
   }
   if (bytes.compare(0, expected.size(), expected) != 0) {
@@ -270,7 +270,7 @@ Status Session::Load(const std::string& path) {
   if (n_tokens > limit) {
     return Errorf(StatusCode::kBudgetExceeded,
                   "%s: the state holds %llu tokens but this session's budget of %s allows "
-                  "%zu; raise the budget (--budget MIB)",
+                  "%zu; raise the budget (budget_bytes)",
                   path.c_str(), static_cast<unsigned long long>(n_tokens),
                   BudgetText(options_.budget_bytes).c_str(), limit);
   }

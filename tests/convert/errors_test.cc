@@ -294,7 +294,7 @@ TEST(ConvertErrors, Llama2cFileOfTheWrongSize) {
 TEST(ConvertErrors, Llama2cNeedsATokenizer) {
   const Status s = Convert(DataPath("stories260K/stories260K.bin"));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  ExpectErrorMentions(s, {"--tokenizer"});
+  ExpectErrorMentions(s, {"tokenizer_path"});
 }
 
 TEST(ConvertErrors, MissingSource) {

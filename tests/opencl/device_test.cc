@@ -46,7 +46,7 @@ TEST(DeviceTest, CompilerErrorsCarryTheBuildLog) {
   // The compiler's complaint names the undeclared identifier.
   EXPECT_NE(program.status().message().find("'y'"), std::string::npos)
       << program.status().message();
-  EXPECT_NE(program.status().message().find("--backend cpu"), std::string::npos);
+  EXPECT_NE(program.status().message().find("backend=cpu"), std::string::npos);
 }
 
 TEST(DeviceTest, MissingDeviceIndexIsNotFound) {
@@ -69,7 +69,7 @@ TEST(NoPlatformDeathTest, ClearErrorNotACrash) {
         setenv("OCL_ICD_VENDORS", "/nonexistent-pocket-test-dir", 1);
         auto ctx = Context::Create();
         const bool ok = !ctx.ok() && ctx.status().code() == StatusCode::kNotFound &&
-                        ctx.status().message().find("--backend cpu") != std::string::npos &&
+                        ctx.status().message().find("backend=cpu") != std::string::npos &&
                         DescribeDevices().find("no OpenCL platform") != std::string::npos;
         std::exit(ok ? 0 : 1);
       },

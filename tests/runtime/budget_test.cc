@@ -122,7 +122,7 @@ TEST(MemoryTest, ErrorPolicyFailsAtTheBudgetAndKeepsTheSession) {
   Status s = session.Eval(std::vector<int32_t>(9, 403), LogitsMode::kLast, &logits);
   EXPECT_EQ(s.code(), StatusCode::kBudgetExceeded);
   for (const char* part : {"memory budget of", "120 tokens are held and 9 more do not fit",
-                           "--budget", "--kv q8", "--kv-policy slide"}) {
+                           "budget_bytes", "kv_type=q8", "kv_policy=slide"}) {
     EXPECT_NE(s.message().find(part), std::string::npos) << part << " in: " << s.message();
   }
   EXPECT_EQ(session.position(), 120u);

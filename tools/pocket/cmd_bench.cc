@@ -19,6 +19,7 @@
 #include "backends/cpu/roofline.h"
 #include "grammar/token_mask.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
 #include "util/json_util.h"
 
@@ -207,7 +208,7 @@ bool TimedRun(Session* session, const std::vector<int32_t>& prompt, int64_t n_ge
   }
   *decode_s = SecondsSince(t0);
   session->set_op_times(nullptr);
-  if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+  if (!s.ok()) std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
   return s.ok();
 }
 
@@ -244,7 +245,7 @@ bool ConstrainedRun(Session* session, const std::vector<int32_t>& prompt, int64_
     if (s.ok()) s = session->Eval({id}, LogitsMode::kLast, &logits);
   }
   *decode_s = SecondsSince(t0);
-  if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+  if (!s.ok()) std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
   return s.ok();
 }
 

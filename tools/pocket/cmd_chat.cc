@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
 
 namespace pocket::cli {
@@ -90,7 +91,7 @@ int CmdChat(int argc, char** argv) {
     std::fflush(stdout);
     if (!s.ok()) {
       // The session is unchanged after an error, so the chat can go on.
-      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+      std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
       failed = true;
       continue;
     }

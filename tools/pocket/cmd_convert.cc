@@ -7,6 +7,7 @@
 #include "convert/converter.h"
 #include "tools/pocket/args.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/progress.h"
 
 namespace pocket::cli {
@@ -61,7 +62,7 @@ int CmdConvert(int argc, char** argv) {
     if (!layout.ok()) quant = layout;
   }
   if (!quant.ok()) {
-    std::fprintf(stderr, "pocket convert: %s\n", quant.status().message().c_str());
+    std::fprintf(stderr, "pocket convert: %s\n", InFlagTerms(quant.status().message()).c_str());
     return kExitUsage;
   }
   ConvertOptions options;

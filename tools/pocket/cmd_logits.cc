@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
 #include "util/file_io.h"
 
@@ -99,7 +100,7 @@ int CmdLogits(int argc, char** argv) {
   if (args.Has("--text")) {
     auto encoded = model.tokenizer().Encode(args.Get("--text"), true);
     if (!encoded.ok()) {
-      std::fprintf(stderr, "error: %s\n", encoded.status().ToString().c_str());
+      std::fprintf(stderr, "error: %s\n", InFlagTerms(encoded.status()).c_str());
       return kExitError;
     }
     if (model.config().add_bos && model.config().bos_id >= 0) ids.push_back(model.config().bos_id);
@@ -109,12 +110,12 @@ int CmdLogits(int argc, char** argv) {
   std::vector<float> logits;
   Status s = session.Eval(ids, LogitsMode::kAll, &logits);
   if (!s.ok()) {
-    std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
     return kExitError;
   }
   s = WriteNpy(args.Get("-o"), logits, ids.size(), static_cast<size_t>(model.config().vocab));
   if (!s.ok()) {
-    std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
     return kExitError;
   }
   return kExitOk;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
 #include "util/file_io.h"
 #include "util/json_util.h"
@@ -56,7 +57,7 @@ int CmdPerplexity(int argc, char** argv) {
   }
   StatusOr<std::string> input = ReadRegularFile(args.Get("-f"), "text file", kMaxTextFileBytes);
   if (!input.ok()) {
-    std::fprintf(stderr, "error: %s\n", input.status().ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(input.status()).c_str());
     return kExitError;
   }
 
@@ -74,7 +75,7 @@ int CmdPerplexity(int argc, char** argv) {
   auto encoded = model.tokenizer().Encode(*input, true);
   if (!encoded.ok()) {
     std::fprintf(stderr, "error: %s: %s\n", args.Get("-f").c_str(),
-                 encoded.status().ToString().c_str());
+                 InFlagTerms(encoded.status()).c_str());
     return kExitError;
   }
   const bool bos = config.add_bos && config.bos_id >= 0;
@@ -99,7 +100,7 @@ int CmdPerplexity(int argc, char** argv) {
     session.Reset();
     Status s = session.Eval(window, LogitsMode::kAll, &logits);
     if (!s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+      std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
       return kExitError;
     }
     for (size_t p = 0; p + 1 < window.size(); ++p) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
 #include "util/json_util.h"
 
@@ -88,7 +89,7 @@ int CmdRun(int argc, char** argv) {
   }
   if (!s.ok()) {
     if (!json) std::printf("\n");
-    std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(s).c_str());
     return kExitError;
   }
   if (json) {

@@ -7,6 +7,7 @@
 #include "convert/synth.h"
 #include "tools/pocket/args.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/progress.h"
 
 namespace pocket::cli {
@@ -73,7 +74,7 @@ int CmdSynth(int argc, char** argv) {
     if (!layout.ok()) quant = layout;
   }
   if (!quant.ok()) {
-    std::fprintf(stderr, "pocket synth: %s\n", quant.status().message().c_str());
+    std::fprintf(stderr, "pocket synth: %s\n", InFlagTerms(quant.status().message()).c_str());
     return kExitUsage;
   }
   const std::string preset = args.Get("--preset");
@@ -90,7 +91,7 @@ int CmdSynth(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   auto model = SynthesizeModel(options);
   if (!model.ok()) {
-    std::fprintf(stderr, "pocket synth: %s\n", model.status().ToString().c_str());
+    std::fprintf(stderr, "pocket synth: %s\n", InFlagTerms(model.status()).c_str());
     return kExitError;
   }
   StatusOr<ConvertStats> stats = Status::Ok();

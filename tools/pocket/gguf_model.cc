@@ -5,6 +5,7 @@
 #include "convert/gguf_import.h"
 #include "convert/gguf_reader.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 
 namespace pocket::cli {
 
@@ -17,7 +18,7 @@ int ConvertGgufForLoading(const std::string& path, std::string* converted) {
                path.c_str());
   auto tmp = ConvertGgufToTemporaryFile(path);
   if (!tmp.ok()) {
-    std::fprintf(stderr, "error: %s\n", tmp.status().ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(tmp.status()).c_str());
     return kExitError;
   }
   *converted = *tmp;

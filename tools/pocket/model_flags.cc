@@ -10,6 +10,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "tools/pocket/gguf_model.h"
 #include "util/file_io.h"
 
@@ -152,7 +153,7 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
   // Loaded models map their file, which stays readable once unlinked.
   if (!converted.empty()) std::remove(converted.c_str());
   if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", model.status().ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(model.status()).c_str());
     return kExitError;
   }
   out->load_ms =
@@ -165,7 +166,7 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
 int NewSession(const LoadedModel& loaded, std::unique_ptr<Session>* out) {
   auto session = Session::Create(loaded.model.get(), loaded.session);
   if (!session.ok()) {
-    std::fprintf(stderr, "error: %s\n", session.status().ToString().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(session.status()).c_str());
     return kExitError;
   }
   *out = std::move(session).value();
@@ -203,13 +204,13 @@ int GrammarFromArgs(Args& args, GenerateOptions* out) {
     const char* flag = grammar ? "--grammar" : "--json-schema";
     StatusOr<std::string> text = ReadRegularFile(args.Get(flag), flag, kMaxTextFileBytes);
     if (!text.ok()) {
-      std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
+      std::fprintf(stderr, "error: %s\n", InFlagTerms(text.status().message()).c_str());
       return kExitError;
     }
     compiled = grammar ? grammar::CompileGbnf(*text) : grammar::CompileJsonSchema(*text);
   }
   if (!compiled.ok()) {
-    std::fprintf(stderr, "error: %s\n", compiled.status().message().c_str());
+    std::fprintf(stderr, "error: %s\n", InFlagTerms(compiled.status().message()).c_str());
     return kExitError;
   }
   out->grammar = std::move(compiled).value();

@@ -11,6 +11,7 @@
 
 #include "convert/converter.h"
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 
 namespace pocket::cli {
 
@@ -46,7 +47,7 @@ class StderrProgress {
 inline int ReportConversion(const char* command, const StatusOr<ConvertStats>& stats,
                             const std::string& out, std::chrono::steady_clock::time_point start) {
   if (!stats.ok()) {
-    std::fprintf(stderr, "pocket %s: %s\n", command, stats.status().ToString().c_str());
+    std::fprintf(stderr, "pocket %s: %s\n", command, InFlagTerms(stats.status()).c_str());
     return kExitError;
   }
   const double seconds =

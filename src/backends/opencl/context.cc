@@ -26,8 +26,9 @@ StatusOr<DeviceInfo> PickDevice(const ContextOptions& options) {
       }
     }
     return Errorf(StatusCode::kNotFound,
-                  "OpenCL device %d.%d does not exist; `pocket inspect --devices` lists them",
-                  options.platform, options.device);
+                  "OpenCL device %d.%d does not exist; this machine has %zu OpenCL devices, "
+                  "numbered platform.device from 0.0",
+                  options.platform, options.device, devices.size());
   }
   for (const DeviceInfo& d : devices) {
     if (d.is_gpu) return d;
@@ -71,7 +72,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const ContextOptions& options
     if (max_wg < wg) {
       return Errorf(StatusCode::kUnsupported,
                     "OpenCL device '%s' runs kernel '%s' with at most %zu threads per group, "
-                    "Pocket needs %zu; use --backend cpu",
+                    "Pocket needs %zu; use backend=cpu",
                     dev.device_name.c_str(), kKernelNames[i], max_wg, wg);
     }
   }

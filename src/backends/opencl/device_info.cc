@@ -57,7 +57,7 @@ StatusOr<std::vector<DeviceInfo>> ListDevices() {
   if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && n_platforms == 0)) {
     return Status(StatusCode::kNotFound,
                   "no OpenCL platform is installed (install a GPU driver's OpenCL ICD, or "
-                  "pocl-opencl-icd for the CPU), or use --backend cpu");
+                  "pocl-opencl-icd for the CPU), or use backend=cpu");
   }
   POCKET_RETURN_IF_ERROR(ClStatus(err, "listing OpenCL platforms"));
   std::vector<cl_platform_id> platforms(n_platforms);
@@ -85,7 +85,7 @@ StatusOr<std::vector<DeviceInfo>> ListDevices() {
   if (devices.empty()) {
     return Status(StatusCode::kNotFound,
                   "OpenCL platforms are installed but none has a device; check the driver, "
-                  "or use --backend cpu");
+                  "or use backend=cpu");
   }
   return devices;
 }

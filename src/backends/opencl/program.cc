@@ -46,7 +46,7 @@ StatusOr<ProgramHandle> BuildProgram(cl_context context, const DeviceInfo& devic
   }
   return Errorf(StatusCode::kUnsupported,
                 "the OpenCL compiler of '%s' (%s) rejected Pocket's kernels (%s); use "
-                "--backend cpu, and report this with the log:\n%s",
+                "backend=cpu, and report this with the log:\n%s",
                 device.device_name.c_str(), device.c_version.c_str(), ClErrorName(err).c_str(),
                 log.empty() ? "(the driver gave no build log)" : log.c_str());
 }
