@@ -29,7 +29,7 @@
 
 #include "format/model_config.h"
 #include "format/reader.h"
-#include "runtime/plan.h"
+#include "graph/plan.h"
 #include "stories_model.h"
 #include "util/crc32c.h"
 

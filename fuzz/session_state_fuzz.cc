@@ -68,7 +68,7 @@ struct Fixture {
     if (!m.ok()) __builtin_trap();
     model = std::move(m).value();
     pocket::SessionOptions options;
-    options.kv_type = pocket::cpu::KvType::kF16;
+    options.kv_type = pocket::KvType::kF16;
     session = std::make_unique<pocket::Session>(model.get(), options);
     std::vector<float> logits;
     if (!session->Eval({1, 403, 407, 261, 378}, pocket::LogitsMode::kLast, &logits).ok()) {

@@ -305,8 +305,8 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
                     "POCKET_QUANT_MATH_F32");
       }
       opts.quant_math = options->quant_math == POCKET_QUANT_MATH_F32
-                            ? pocket::cpu::QuantMath::kF32
-                            : pocket::cpu::QuantMath::kInt8;
+                            ? pocket::QuantMath::kF32
+                            : pocket::QuantMath::kInt8;
     }
     if (POCKET_HAS(options, pin_threads)) opts.pin_threads = options->pin_threads != 0;
     if (POCKET_HAS(options, huge_pages)) opts.huge_pages = options->huge_pages != 0;
@@ -406,9 +406,9 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
   opts.kv_type = model->model->default_kv_type();
   if (options != nullptr) {
     // 0 is the model's default (bf16 or f16), set above.
-    const pocket::cpu::KvType kTypes[] = {opts.kv_type, pocket::cpu::KvType::kF32,
-                                          pocket::cpu::KvType::kQ8, pocket::cpu::KvType::kBf16,
-                                          pocket::cpu::KvType::kF16};
+    const pocket::KvType kTypes[] = {opts.kv_type, pocket::KvType::kF32,
+                                          pocket::KvType::kQ8, pocket::KvType::kBf16,
+                                          pocket::KvType::kF16};
     if (options->kv_type < 0 || options->kv_type > 4) {
       return Fail(POCKET_INVALID_ARGUMENT,
                   "pocket_session_options.kv_type must be 0 (default), 1 (f32), 2 (q8), 3 (bf16) "

@@ -12,7 +12,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "runtime/kv_cache.h"
 #include "runtime/op_times.h"
-#include "runtime/plan.h"
+#include "graph/plan.h"
 #include "util/cache_line_vector.h"
 
 namespace pocket {
@@ -21,7 +21,7 @@ class Executor {
  public:
   // q4/q8 Linear steps multiply with `math`, attention with
   // `attention_math` (backends/cpu/ops.h; Model::attention_math).
-  Executor(const Plan* plan, cpu::QuantMath math, cpu::AttentionMath attention_math)
+  Executor(const Plan* plan, QuantMath math, cpu::AttentionMath attention_math)
       : plan_(plan), math_(math), attention_math_(attention_math) {}
 
   // Runs tokens[0, n) at positions [n_past, n_past + n). The KV cache must
@@ -59,7 +59,7 @@ class Executor {
 
   const Plan* plan_;
   OpTimes* op_times_ = nullptr;
-  cpu::QuantMath math_;
+  QuantMath math_;
   cpu::AttentionMath attention_math_;
   size_t rows_ = 0;       // rows every buffer can hold
   size_t tail_rows_ = 0;  // rows the tail-only slots can hold

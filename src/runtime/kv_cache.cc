@@ -33,7 +33,7 @@ void* AllocPage(size_t bytes) {
 }
 }  // namespace
 
-KvCache::KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, cpu::KvType type,
+KvCache::KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, KvType type,
                  size_t page_tokens, size_t max_tokens)
     : type_(type), page_tokens_(page_tokens == 0 ? kDefaultPageTokens : page_tokens) {
   max_pages_ = (max_tokens + page_tokens_ - 1) / page_tokens_;
@@ -42,7 +42,7 @@ KvCache::KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, c
     Layer& layer = layers_[l];
     layer.row_elems = row_elems[l];
     layer.head_dim = l < head_dims.size() ? head_dims[l] : 0;
-    const size_t row = cpu::KvRowBytes(type, layer.row_elems, layer.head_dim);
+    const size_t row = KvRowBytes(type, layer.row_elems, layer.head_dim);
     layer.page_bytes = row * page_tokens_;
     page_bytes_ += 2 * layer.page_bytes;
     row_bytes_ += 2 * row;
@@ -98,12 +98,12 @@ Status KvCache::Reserve(size_t n_tokens) {
 void KvCache::Truncate(size_t n_tokens) { FreeFrom((n_tokens + page_tokens_ - 1) / page_tokens_); }
 
 void KvCache::Drop(size_t begin, size_t count, size_t n_tokens,
-                   const std::vector<cpu::KvRope>& rope) {
+                   const std::vector<KvRope>& rope) {
   if (count == 0 || begin + count > n_tokens) return;
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
     cpu::KvShift(View(static_cast<int>(l)), begin, begin + count, n_tokens - begin - count,
-                 l < rope.size() ? rope[l] : cpu::KvRope());
+                 l < rope.size() ? rope[l] : KvRope());
   }
   Truncate(n_tokens - count);
 }
@@ -113,7 +113,7 @@ void KvCache::Write(size_t n_tokens, const ByteSink& sink) const {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
     const cpu::KvView view = View(static_cast<int>(l));
-    bytes.resize(cpu::KvRowBytes(type_, view.row_stride, view.head_dim));
+    bytes.resize(KvRowBytes(type_, view.row_stride, view.head_dim));
     for (void* const* pages : {view.k_pages, view.v_pages}) {
       for (size_t t = 0; t < n_tokens; ++t) {
         cpu::KvReadRow(view, pages, t, bytes.data());
@@ -135,7 +135,7 @@ Status KvCache::Validate(size_t n_tokens, const uint8_t* data, size_t size) cons
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
     cpu::KvView view = View(static_cast<int>(l));
-    const size_t row = cpu::KvRowBytes(type_, view.row_stride, view.head_dim);
+    const size_t row = KvRowBytes(type_, view.row_stride, view.head_dim);
     page.resize(row);
     values.resize(view.row_stride);
     void* pages[1] = {page.data()};
@@ -160,7 +160,7 @@ void KvCache::Read(size_t n_tokens, const uint8_t* data) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
     const cpu::KvView view = View(static_cast<int>(l));
-    const size_t row = cpu::KvRowBytes(type_, view.row_stride, view.head_dim);
+    const size_t row = KvRowBytes(type_, view.row_stride, view.head_dim);
     for (void* const* pages : {view.k_pages, view.v_pages}) {
       for (size_t t = 0; t < n_tokens; ++t, data += row) cpu::KvWriteRow(view, pages, t, data);
     }

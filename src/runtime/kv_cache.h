@@ -40,7 +40,7 @@ class KvCache {
   // `row_elems[l]` is layer l's K (and V) row width, n_kv_heads * head_dim,
   // and `head_dims[l]` its head_dim; layers with row width 0 get no pages.
   // `max_tokens` is the context length.
-  KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, cpu::KvType type,
+  KvCache(std::vector<size_t> row_elems, std::vector<size_t> head_dims, KvType type,
           size_t page_tokens, size_t max_tokens);
   ~KvCache();
   KvCache(const KvCache&) = delete;
@@ -58,10 +58,10 @@ class KvCache {
   // after them move down by `count` positions (K re-encoded with each
   // layer's `rope`, see cpu::KvShift) and the pages no longer needed are
   // freed.
-  void Drop(size_t begin, size_t count, size_t n_tokens, const std::vector<cpu::KvRope>& rope);
+  void Drop(size_t begin, size_t count, size_t n_tokens, const std::vector<KvRope>& rope);
 
   // Positions [0, n_tokens) as bytes, layer by layer (K rows, then V rows,
-  // each cpu::KvRowBytes long), and back. Write hands the bytes to `sink` a
+  // each KvRowBytes long), and back. Write hands the bytes to `sink` a
   // row at a time, so a saved state never needs a copy of the whole cache.
   // Validate checks bytes from an untrusted source (size, every value
   // finite) without touching the cache; Read needs them validated and
@@ -74,7 +74,7 @@ class KvCache {
   size_t SerializedBytes(size_t n_tokens) const { return n_tokens * row_bytes_; }
 
   cpu::KvView View(int layer) const;
-  cpu::KvType type() const { return type_; }
+  KvType type() const { return type_; }
   size_t page_tokens() const { return page_tokens_; }
   // Positions the allocated pages can hold.
   size_t capacity() const { return pages_ * page_tokens_; }
@@ -101,7 +101,7 @@ class KvCache {
   void FreeFrom(size_t first_page);
 
   std::vector<Layer> layers_;
-  cpu::KvType type_;
+  KvType type_;
   size_t page_tokens_;
   size_t max_pages_;
   size_t pages_ = 0;  // pages per layer (same for all used layers)

@@ -142,7 +142,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
       });
   // The bf16 kernel takes head sizes in multiples of 16 (ops.h).
   model->attention_math_ =
-      options.quant_math == cpu::QuantMath::kInt8 && quantized && model->config_.head_dim % 16 == 0
+      options.quant_math == QuantMath::kInt8 && quantized && model->config_.head_dim % 16 == 0
           ? cpu::AttentionMath::kBf16
           : cpu::AttentionMath::kF32;
   Log(LogLevel::kInfo,
@@ -167,13 +167,13 @@ std::shared_ptr<const grammar::TokenTrie> Model::token_trie() const {
   return token_trie_;
 }
 
-cpu::KvType Model::default_kv_type() const {
+KvType Model::default_kv_type() const {
 #ifdef POCKET_WITH_OPENCL
-  if (opencl_ != nullptr) return cpu::KvType::kF16;
+  if (opencl_ != nullptr) return KvType::kF16;
 #endif
   return attention_math_ == cpu::AttentionMath::kBf16 && cpu::AttentionBf16Available()
-             ? cpu::KvType::kBf16
-             : cpu::KvType::kF16;
+             ? KvType::kBf16
+             : KvType::kF16;
 }
 
 }  // namespace pocket

@@ -20,7 +20,7 @@
 #include "format/model_config.h"
 #include "format/reader.h"
 #include "grammar/token_mask.h"
-#include "runtime/plan.h"
+#include "graph/plan.h"
 #include "tokenizer/tokenizer.h"
 #include "util/huge_page_buffer.h"
 #include "util/status.h"
@@ -41,7 +41,7 @@ struct ModelOptions {
   // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations,
   // and bf16 attention where the CPU has it (fast, the default), or f32
   // (the reference-accurate path). See Executor.
-  cpu::QuantMath quant_math = cpu::QuantMath::kInt8;
+  QuantMath quant_math = QuantMath::kInt8;
   // Pin compute worker i to the i-th core of the core plan: the fast
   // group's cores fastest first, then the slow group's, then SMT siblings
   // (Linux and Android; elsewhere ignored). The calling thread is left where
@@ -73,7 +73,7 @@ class Model {
   // Internally synchronized (see the threading note above).
   cpu::ThreadPool* pool() const { return pool_.get(); }
   int threads() const { return static_cast<int>(pool_->NumThreads()); }
-  cpu::QuantMath quant_math() const { return quant_math_; }
+  QuantMath quant_math() const { return quant_math_; }
   // How the CPU backend runs attention: kBf16 with the int8 maths when the
   // model has q4/q8 Linears and a head size that is a multiple of 16 (so a
   // model with plain weights keeps f32 maths throughout), and then only
@@ -83,7 +83,7 @@ class Model {
   // attention multiplies in bf16 on this CPU (cpu::AttentionBf16Available()),
   // since it rounds f16 rows to bf16 anyway and reads bf16 pages in place
   // (backends/cpu/ops.h), and on the CPU backend only; f16 elsewhere.
-  cpu::KvType default_kv_type() const;
+  KvType default_kv_type() const;
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h):
   // what decode reads per token, also when they were copied to huge pages.
   size_t weight_bytes() const { return weight_bytes_; }
@@ -116,7 +116,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   Plan plan_;
   std::unique_ptr<cpu::ThreadPool> pool_;
-  cpu::QuantMath quant_math_ = cpu::QuantMath::kInt8;
+  QuantMath quant_math_ = QuantMath::kInt8;
   cpu::AttentionMath attention_math_ = cpu::AttentionMath::kF32;
   size_t weight_bytes_ = 0;
   size_t model_bytes_ = 0;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "graph/plan.h"
 
 namespace pocket {
 

@@ -34,7 +34,7 @@ StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::Create(const Plan& plan) {
   return model;
 }
 
-OpenClExecutor::OpenClExecutor(const Plan* plan, const OpenClModel* device, cpu::KvType kv_type,
+OpenClExecutor::OpenClExecutor(const Plan* plan, const OpenClModel* device, KvType kv_type,
                                size_t max_tokens)
     : plan_(plan),
       device_(device),

@@ -18,7 +18,7 @@
 #include "backends/opencl/ops.h"
 #include "backends/opencl/weights.h"
 #include "runtime/executor.h"
-#include "runtime/plan.h"
+#include "graph/plan.h"
 
 namespace pocket {
 
@@ -55,7 +55,7 @@ class OpenClModel {
 // One session's device state: activation slots and the KV cache.
 class OpenClExecutor {
  public:
-  OpenClExecutor(const Plan* plan, const OpenClModel* device, cpu::KvType kv_type,
+  OpenClExecutor(const Plan* plan, const OpenClModel* device, KvType kv_type,
                  size_t max_tokens);
 
   // As Executor::Run; errors are device failures (e.g. out of memory), after

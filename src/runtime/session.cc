@@ -58,7 +58,7 @@ Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
                                                    const SessionOptions& options) {
-  if (options.kv_type == cpu::KvType::kBf16) {
+  if (options.kv_type == KvType::kBf16) {
     const size_t page_tokens =
         options.kv_page_tokens == 0 ? KvCache::kDefaultPageTokens : options.kv_page_tokens;
     if (page_tokens % 16 != 0) {
@@ -159,7 +159,7 @@ Status Session::BudgetError(size_t pos, size_t n, LogitsMode mode) const {
                 BudgetText(options_.budget_bytes).c_str(), pos, n, MiB(f.weights), MiB(f.model),
                 MiB(f.scratch), MiB(f.logits), MiB(kv_.BytesFor(pos)),
                 static_cast<double>(kv_.page_bytes()) / kv_.page_tokens() / 1024.0,
-                cpu::KvTypeName(options_.kv_type));
+                KvTypeName(options_.kv_type));
 }
 
 Status Session::Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode mode) const {

@@ -33,7 +33,7 @@ enum class KvPolicy {
 };
 
 struct SessionOptions {
-  cpu::KvType kv_type = cpu::KvType::kF16;
+  KvType kv_type = KvType::kF16;
   size_t kv_page_tokens = KvCache::kDefaultPageTokens;
   // Prefill runs the prompt in chunks of this many tokens, which bounds the
   // scratch buffers (they hold one chunk).

@@ -105,7 +105,7 @@ class Reader {
   size_t at_ = 0;
 };
 
-std::string Header(const Model& model, cpu::KvType type) {
+std::string Header(const Model& model, KvType type) {
   std::string out(kMagic, sizeof(kMagic));
   Put(&out, kVersion);
   Put(&out, static_cast<uint32_t>(type));
@@ -155,10 +155,10 @@ uint64_t MaxStateBytes(const Model& model) {
   const Plan& plan = model.plan();
   uint64_t row_bytes = 0;
   for (size_t l = 0; l < plan.kv_row.size(); ++l) {
-    row_bytes += 2 * cpu::KvRowBytes(cpu::KvType::kF32, plan.kv_row[l], plan.kv_head_dim[l]);
+    row_bytes += 2 * KvRowBytes(KvType::kF32, plan.kv_row[l], plan.kv_head_dim[l]);
   }
   const uint64_t context = static_cast<uint64_t>(model.config().context);
-  return Header(model, cpu::KvType::kF32).size() + 2 * sizeof(uint64_t) +
+  return Header(model, KvType::kF32).size() + 2 * sizeof(uint64_t) +
          (context + kMaxPending) * sizeof(int32_t) + context * row_bytes +
          MaxTrailerBytes(context) + sizeof(uint32_t);
 }
@@ -238,19 +238,19 @@ Status Session::Load(const std::string& path) {
                   "(Pocket %s) reads version %u: run the conversation again to make a new state",
                   path.c_str(), version, std::string(kLibraryVersion).c_str(), kVersion);
   }
-  if (type > static_cast<uint32_t>(cpu::KvType::kBf16)) {
+  if (type > static_cast<uint32_t>(KvType::kBf16)) {
     return Errorf(StatusCode::kCorruptFile,
                   "%s: not a valid Pocket session state: its KV type code is %u, but version %u "
                   "states hold 0 (f32), 1 (f16), 2 (q8) or 3 (bf16); the file is damaged or was "
                   "not written by Pocket: save the session again",
                   path.c_str(), type, kVersion);
   }
-  const char* stored = cpu::KvTypeName(static_cast<cpu::KvType>(type));
+  const char* stored = KvTypeName(static_cast<KvType>(type));
   if (type != static_cast<uint32_t>(options_.kv_type)) {
     return Errorf(StatusCode::kInvalidArgument,
                   "%s: the state holds a %s KV cache but this session uses %s; create the session "
                   "with the same KV type (kv_type=%s)",
-                  path.c_str(), stored, cpu::KvTypeName(options_.kv_type), stored);
+                  path.c_str(), stored, KvTypeName(options_.kv_type), stored);
   }
   if (bytes.compare(0, expected.size(), expected) != 0) {
     return Errorf(StatusCode::kInvalidArgument,

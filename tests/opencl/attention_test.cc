@@ -36,10 +36,10 @@ void PrintTo(const AttentionCase& c, std::ostream* os) {
 class HostKv {
  public:
   static constexpr size_t kPageTokens = 16;
-  HostKv(cpu::KvType type, size_t row, size_t head_dim, size_t tokens) {
+  HostKv(KvType type, size_t row, size_t head_dim, size_t tokens) {
     const size_t pages = (tokens + kPageTokens - 1) / kPageTokens;
     storage_.assign(2 * pages,
-                    std::vector<uint8_t>(kPageTokens * cpu::KvRowBytes(type, row, head_dim)));
+                    std::vector<uint8_t>(kPageTokens * KvRowBytes(type, row, head_dim)));
     for (size_t p = 0; p < pages; ++p) {
       k_.push_back(storage_[2 * p].data());
       v_.push_back(storage_[2 * p + 1].data());
@@ -65,8 +65,8 @@ std::vector<std::vector<uint8_t>> DeviceRows(Context* ctx, const DeviceKvView& k
                                              const Buffer& buffer, size_t tokens) {
   std::vector<uint8_t> all(buffer.bytes());
   EXPECT_TRUE(ctx->Read(buffer, 0, all.data(), all.size()).ok());
-  const size_t row_bytes = cpu::KvRowBytes(kv.type, kv.row_stride, kv.head_dim);
-  const size_t values = kv.type == cpu::KvType::kQ8 ? kv.row_stride : row_bytes;
+  const size_t row_bytes = KvRowBytes(kv.type, kv.row_stride, kv.head_dim);
+  const size_t values = kv.type == KvType::kQ8 ? kv.row_stride : row_bytes;
   const size_t scales_off = KvScalesOffset(kv.type, kv.capacity, kv.row_stride);
   std::vector<std::vector<uint8_t>> rows(tokens);
   for (size_t t = 0; t < tokens; ++t) {
@@ -78,7 +78,7 @@ std::vector<std::vector<uint8_t>> DeviceRows(Context* ctx, const DeviceKvView& k
   return rows;
 }
 
-using Param = std::tuple<AttentionCase, cpu::KvType>;
+using Param = std::tuple<AttentionCase, KvType>;
 
 class AttentionTest : public ::testing::TestWithParam<Param> {};
 
@@ -86,7 +86,7 @@ TEST_P(AttentionTest, MatchesReference) {
   Context* ctx = TestContext();
   ASSERT_NE(ctx, nullptr);
   const AttentionCase c = std::get<0>(GetParam());
-  const cpu::KvType type = std::get<1>(GetParam());
+  const KvType type = std::get<1>(GetParam());
   std::mt19937 rng(static_cast<unsigned>(c.n_past * 131 + c.n * 7 + c.head_dim));
   const size_t row = c.n_kv_heads * c.head_dim;
   const size_t q_width = c.n_heads * c.head_dim;
@@ -130,7 +130,7 @@ TEST_P(AttentionTest, MatchesReference) {
   // head_dim) are rotated by butterflies here and by a matrix product in the
   // reference: a value at a rounding boundary may take the neighbouring code,
   // one step of max|y| / 127 (< 1e-2), diluted by the softmax average.
-  const bool rotated_q8 = type == cpu::KvType::kQ8 && (c.head_dim & (c.head_dim - 1)) == 0;
+  const bool rotated_q8 = type == KvType::kQ8 && (c.head_dim & (c.head_dim - 1)) == 0;
   ExpectClose(DownloadFloats(ctx, out_buf, 0, want.size()), want, rotated_q8 ? 2e-3f : 2e-6f,
               1e-5f);
 
@@ -138,8 +138,8 @@ TEST_P(AttentionTest, MatchesReference) {
   // the same round-to-nearest-even conversion; q8 codes: the same rounding),
   // but for rotated q8 rows a code may be one step off (see above) and its
   // scale, from max|y|, one f16 ulp.
-  const size_t row_bytes = cpu::KvRowBytes(type, row, c.head_dim);
-  const size_t codes = type == cpu::KvType::kQ8 ? row : row_bytes;
+  const size_t row_bytes = KvRowBytes(type, row, c.head_dim);
+  const size_t codes = type == KvType::kQ8 ? row : row_bytes;
   std::vector<uint8_t> host_row(row_bytes);
   const auto device_k = DeviceRows(ctx, cache.View(1), *cache.View(1).k, total);
   const auto device_v = DeviceRows(ctx, cache.View(1), *cache.View(1).v, total);
@@ -164,8 +164,8 @@ TEST_P(AttentionTest, MatchesReference) {
   }
 }
 
-const char* KvName(cpu::KvType t) {
-  return t == cpu::KvType::kF32 ? "f32" : t == cpu::KvType::kF16 ? "f16" : "q8";
+const char* KvName(KvType t) {
+  return t == KvType::kF32 ? "f32" : t == KvType::kF16 ? "f16" : "q8";
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
@@ -186,13 +186,13 @@ INSTANTIATE_TEST_SUITE_P(
                           // Scores beyond ops.cc's 16 MiB scratch bound:
                           // queries run in batches of 2 and 1.
                           AttentionCase{16, 1, 8, 131068, 3}),
-        ::testing::Values(cpu::KvType::kF16, cpu::KvType::kF32, cpu::KvType::kQ8)),
+        ::testing::Values(KvType::kF16, KvType::kF32, KvType::kQ8)),
     ParamName);
 
 TEST(AttentionErrors, RejectsPositionsBeyondTheCache) {
   Context* ctx = TestContext();
   ASSERT_NE(ctx, nullptr);
-  DeviceKvCache cache(ctx, {16}, {16}, cpu::KvType::kF16, 8, 64);
+  DeviceKvCache cache(ctx, {16}, {16}, KvType::kF16, 8, 64);
   ASSERT_TRUE(cache.Reserve(8).ok());
   const Buffer q_buf = UploadFloats(ctx, std::vector<float>(32));
   const Buffer out_buf = UploadFloats(ctx, std::vector<float>(32));

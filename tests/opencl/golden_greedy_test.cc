@@ -32,7 +32,7 @@ const Model* OpenClStoriesModel() {
   return model.get();
 }
 
-std::vector<int32_t> GreedyIds(const Model* model, cpu::KvType kv_type, const GoldenRun& run) {
+std::vector<int32_t> GreedyIds(const Model* model, KvType kv_type, const GoldenRun& run) {
   SessionOptions options;
   options.kv_type = kv_type;
   // Small chunks: the prompts then also run as several prefill chunks.
@@ -48,7 +48,7 @@ std::vector<int32_t> GreedyIds(const Model* model, cpu::KvType kv_type, const Go
   return all;
 }
 
-class OpenClGoldenTest : public ::testing::TestWithParam<cpu::KvType> {};
+class OpenClGoldenTest : public ::testing::TestWithParam<KvType> {};
 
 TEST_P(OpenClGoldenTest, GreedyIdsMatchTheCpuBackend) {
   const Model* gpu = OpenClStoriesModel();
@@ -64,15 +64,15 @@ TEST_P(OpenClGoldenTest, GreedyIdsMatchTheCpuBackend) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, OpenClGoldenTest,
-                         ::testing::Values(cpu::KvType::kF16, cpu::KvType::kF32),
-                         [](const ::testing::TestParamInfo<cpu::KvType>& info) {
-                           return std::string(info.param == cpu::KvType::kF16 ? "F16" : "F32");
+                         ::testing::Values(KvType::kF16, KvType::kF32),
+                         [](const ::testing::TestParamInfo<KvType>& info) {
+                           return std::string(info.param == KvType::kF16 ? "F16" : "F32");
                          });
 
 // Teacher-forced logits of the golden run of "Once upon a time", CPU and
 // OpenCL, with the given cache type: at most `outlier_share` of them differ
 // by more than `tol`, none by more than `max_diff`.
-void CompareLogits(cpu::KvType kv_type, float tol, double outlier_share, float max_diff) {
+void CompareLogits(KvType kv_type, float tol, double outlier_share, float max_diff) {
   const Model* gpu = OpenClStoriesModel();
   const Model* cpu = testing_stories::StoriesModel();
   ASSERT_NE(gpu, nullptr);
@@ -105,7 +105,7 @@ void CompareLogits(cpu::KvType kv_type, float tol, double outlier_share, float m
 // (With f16 caches a last-bit difference in a K value can round to the
 // neighbouring half and grow to ~1e-3; the golden ids above cover f16.)
 TEST(OpenClModelTest, TeacherForcedLogitsMatchTheCpuBackend) {
-  CompareLogits(cpu::KvType::kF32, 2e-3f, 0.0, 2e-3f);
+  CompareLogits(KvType::kF32, 2e-3f, 0.0, 2e-3f);
 }
 
 // q8 cache: the same encoding as the CPU's, but a last-bit difference in a
@@ -115,7 +115,7 @@ TEST(OpenClModelTest, TeacherForcedLogitsMatchTheCpuBackend) {
 // than ~0.2. A wrong encoding (tried: without the Hadamard rotation) moves
 // over a third of them by more than 5e-2 and some by over 1.
 TEST(OpenClModelTest, TeacherForcedLogitsWithQ8CacheMatchTheCpuBackend) {
-  CompareLogits(cpu::KvType::kQ8, 5e-2f, 0.1, 0.5f);
+  CompareLogits(KvType::kQ8, 5e-2f, 0.1, 0.5f);
 }
 
 TEST(OpenClModelTest, UnknownBackendNamesTheAvailableOnes) {

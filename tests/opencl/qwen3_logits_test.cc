@@ -34,7 +34,7 @@ TEST(OpenClQwen3Test, TeacherForcedLogitsWithin1e3OfTheCpu) {
     id = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
   }
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   Session cpu(cpu_model->get(), options);
   Session gpu(gpu_model->get(), options);
   std::vector<float> want, got;

@@ -7,7 +7,7 @@
 namespace pocket {
 namespace {
 
-cpu::AttentionMath AttentionMathOf(const std::string& path, cpu::QuantMath math) {
+cpu::AttentionMath AttentionMathOf(const std::string& path, QuantMath math) {
   ModelOptions options;
   options.quant_math = math;
   auto model = Model::Load(path, options);
@@ -20,9 +20,9 @@ TEST(AttentionMathTest, Bf16OnlyWithInt8MathsOnQuantizedWeights) {
   const std::string f32 = testing_qwen3::Write("attention_math_f32", 256, DType::kF32);
   ASSERT_FALSE(q4.empty());
   ASSERT_FALSE(f32.empty());
-  EXPECT_EQ(AttentionMathOf(q4, cpu::QuantMath::kInt8), cpu::AttentionMath::kBf16);
-  EXPECT_EQ(AttentionMathOf(q4, cpu::QuantMath::kF32), cpu::AttentionMath::kF32);
-  EXPECT_EQ(AttentionMathOf(f32, cpu::QuantMath::kInt8), cpu::AttentionMath::kF32);
+  EXPECT_EQ(AttentionMathOf(q4, QuantMath::kInt8), cpu::AttentionMath::kBf16);
+  EXPECT_EQ(AttentionMathOf(q4, QuantMath::kF32), cpu::AttentionMath::kF32);
+  EXPECT_EQ(AttentionMathOf(f32, QuantMath::kInt8), cpu::AttentionMath::kF32);
 }
 
 }  // namespace

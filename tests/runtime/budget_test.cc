@@ -30,9 +30,9 @@ TEST(MemoryTest, Q8HoldsAtLeast1_9TimesTheTokensOfF16) {
   ASSERT_NE(model, nullptr);
   SessionOptions options;
   options.budget_bytes = model->weight_bytes() + model->model_bytes() + 8 * kMiB;
-  options.kv_type = cpu::KvType::kF16;
+  options.kv_type = KvType::kF16;
   auto f16 = Session::Create(model, options);
-  options.kv_type = cpu::KvType::kQ8;
+  options.kv_type = KvType::kQ8;
   auto q8 = Session::Create(model, options);
   ASSERT_TRUE(f16.ok() && q8.ok());
   const size_t f16_tokens = (*f16)->max_tokens(), q8_tokens = (*q8)->max_tokens();
@@ -97,7 +97,7 @@ TEST(MemoryTest, BudgetTooSmallForTheModelIsAnErrorAtCreation) {
 }
 
 // A budget that holds exactly `pages` KV pages beside everything else.
-SessionOptions BudgetForPages(const Model* model, size_t pages, cpu::KvType type) {
+SessionOptions BudgetForPages(const Model* model, size_t pages, KvType type) {
   SessionOptions options;
   options.kv_type = type;
   options.budget_bytes = 0;
@@ -113,7 +113,7 @@ SessionOptions BudgetForPages(const Model* model, size_t pages, cpu::KvType type
 TEST(MemoryTest, ErrorPolicyFailsAtTheBudgetAndKeepsTheSession) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
-  auto created = Session::Create(model, BudgetForPages(model, 2, cpu::KvType::kF32));
+  auto created = Session::Create(model, BudgetForPages(model, 2, KvType::kF32));
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Session& session = **created;
   ASSERT_EQ(session.max_tokens(), 128u);
@@ -131,7 +131,7 @@ TEST(MemoryTest, ErrorPolicyFailsAtTheBudgetAndKeepsTheSession) {
   // gives.
   ASSERT_TRUE(session.Eval(std::vector<int32_t>(8, 407), LogitsMode::kLast, &logits).ok());
   SessionOptions unlimited;
-  unlimited.kv_type = cpu::KvType::kF32;
+  unlimited.kv_type = KvType::kF32;
   unlimited.budget_bytes = 0;
   Session fresh(model, unlimited);
   std::vector<int32_t> all(120, 403);
@@ -172,7 +172,7 @@ TEST(MemoryTest, BudgetMessagesPrintTheExactBudget) {
       << session.status().message();
 
   // BudgetForPages leaves 100 bytes over whole pages: never whole MiB.
-  options = BudgetForPages(model, 1, cpu::KvType::kF32);
+  options = BudgetForPages(model, 1, KvType::kF32);
   const std::string exact = "memory budget of " + BudgetText(options.budget_bytes);
   EXPECT_EQ(exact.find(StringPrintf("memory budget of %zu bytes (", options.budget_bytes)), 0u);
   options.kv_policy = KvPolicy::kSlide;
@@ -193,7 +193,7 @@ TEST(MemoryTest, BudgetMessagesPrintTheExactBudget) {
 TEST(MemoryTest, SlidingNeedsRoomForSinksAndOneChunk) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
-  SessionOptions options = BudgetForPages(model, 1, cpu::KvType::kF16);
+  SessionOptions options = BudgetForPages(model, 1, KvType::kF16);
   options.kv_policy = KvPolicy::kSlide;
   auto session = Session::Create(model, options);
   ASSERT_FALSE(session.ok());
@@ -202,7 +202,7 @@ TEST(MemoryTest, SlidingNeedsRoomForSinksAndOneChunk) {
                                             "window needs (4 sink tokens + a prefill chunk of 64)"),
             std::string::npos)
       << session.status().message();
-  options = BudgetForPages(model, 2, cpu::KvType::kF16);
+  options = BudgetForPages(model, 2, KvType::kF16);
   options.kv_policy = KvPolicy::kSlide;
   EXPECT_TRUE(Session::Create(model, options).ok());
 }

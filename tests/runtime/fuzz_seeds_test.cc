@@ -45,7 +45,7 @@ TEST(FuzzSeeds, WritesSessionStateSeeds) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF16;
+  options.kv_type = KvType::kF16;
   const std::string dir = SeedDir("session_state");
   for (const std::vector<int32_t>& tokens :
        {std::vector<int32_t>{1}, std::vector<int32_t>{1, 403, 407, 261, 378, 300, 290, 72}}) {

@@ -14,7 +14,7 @@ namespace {
 using testing_stories::GoldenRun;
 using testing_stories::GreedyFor;
 
-class GoldenGreedyTest : public ::testing::TestWithParam<cpu::KvType> {};
+class GoldenGreedyTest : public ::testing::TestWithParam<KvType> {};
 
 TEST_P(GoldenGreedyTest, ReproducesRunC) {
   const Model* model = testing_stories::StoriesModel();
@@ -49,10 +49,10 @@ TEST_P(GoldenGreedyTest, ReproducesRunC) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, GoldenGreedyTest,
-                         ::testing::Values(cpu::KvType::kF16, cpu::KvType::kF32,
-                                           cpu::KvType::kBf16),
-                         [](const ::testing::TestParamInfo<cpu::KvType>& info) {
-                           return std::string(cpu::KvTypeName(info.param));
+                         ::testing::Values(KvType::kF16, KvType::kF32,
+                                           KvType::kBf16),
+                         [](const ::testing::TestParamInfo<KvType>& info) {
+                           return std::string(KvTypeName(info.param));
                          });
 
 }  // namespace

@@ -42,11 +42,11 @@ TEST(KvTypeTest, Q8NextTokenDistributionWithinKl1e3OfF16After400Tokens) {
   const std::vector<int32_t> ids = StoryTokens(400);
   std::vector<double> kl;
   std::vector<std::vector<float>> logits(2);
-  for (cpu::KvType type : {cpu::KvType::kF16, cpu::KvType::kQ8}) {
+  for (KvType type : {KvType::kF16, KvType::kQ8}) {
     SessionOptions options;
     options.kv_type = type;
     Session session(model, options);
-    ASSERT_TRUE(session.Eval(ids, LogitsMode::kLast, &logits[type == cpu::KvType::kQ8]).ok());
+    ASSERT_TRUE(session.Eval(ids, LogitsMode::kLast, &logits[type == KvType::kQ8]).ok());
   }
   const std::vector<double> p = Softmax(logits[0]), q = Softmax(logits[1]);
   double d = 0;
@@ -80,7 +80,7 @@ void ExpectLayer0Equal(const Session& a, const Session& b, float steps) {
 TEST(SlideTest, KeepsSinksAndNewestWithPositionsReencoded) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
-  for (cpu::KvType type : {cpu::KvType::kF32, cpu::KvType::kQ8}) {
+  for (KvType type : {KvType::kF32, KvType::kQ8}) {
     SessionOptions options;
     options.kv_type = type;
     options.kv_policy = KvPolicy::kSlide;
@@ -111,7 +111,7 @@ TEST(SlideTest, KeepsSinksAndNewestWithPositionsReencoded) {
     ASSERT_TRUE(fresh.Eval(kept, LogitsMode::kLast, &logits).ok());
     // f32: only the rotation's rounding; q8: requantizing after the
     // rotation (up to ~0.7 + 0.5 step) adds to the half step of fresh codes.
-    ExpectLayer0Equal(sliding, fresh, type == cpu::KvType::kF32 ? 0.0f : 2.0f);
+    ExpectLayer0Equal(sliding, fresh, type == KvType::kF32 ? 0.0f : 2.0f);
   }
 }
 

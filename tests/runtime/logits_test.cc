@@ -42,7 +42,7 @@ TEST(LogitsTest, TeacherForcedMatchesReference) {
   ASSERT_EQ(ref.logits.size(), 16u);
   const size_t vocab = static_cast<size_t>(model->config().vocab);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   // A chunk smaller than the sequence also exercises the chunked prefill.
   options.prefill_chunk = 5;
   Session session(model, options);
@@ -67,7 +67,7 @@ TEST(LogitsTest, LastModeEqualsLastRowOfAll) {
   std::vector<int32_t> ids(ref.input_ids.begin(), ref.input_ids.begin() + 16);
   const size_t vocab = static_cast<size_t>(model->config().vocab);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   Session all(model, options), last(model, options);
   std::vector<float> la, ll;
   ASSERT_TRUE(all.Eval(ids, LogitsMode::kAll, &la).ok());

@@ -52,7 +52,7 @@ TEST(PrefixTest, EvalReusingPrefixComputesOnlyTheRest) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   Session session(model, options);
   std::vector<float> logits;
   ASSERT_TRUE(session.Eval({1, 403, 407, 261, 300}, LogitsMode::kLast, &logits).ok());
@@ -73,7 +73,7 @@ TEST(PrefixTest, SecondChatTurnPrefillsOnlyItsNewTokens) {
   const Model* model = testing_qwen3::Qwen3Model();
   ASSERT_NE(model, nullptr);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   Session session(model, options);
   ChatOptions chat;
   chat.enable_thinking = true;  // the generation prompt is kept as is
@@ -94,7 +94,7 @@ TEST(PrefixTest, Qwen3ChatRecomputesFromTheLastAssistantTurnOnly) {
   const Model* model = testing_qwen3::Qwen3Model();
   ASSERT_NE(model, nullptr);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   Session session(model, options);
   ChatOptions chat;
   chat.enable_thinking = false;  // turn 1 is prompted with an empty think block
@@ -140,8 +140,8 @@ std::string TempPath(const std::string& name) {
 TEST(StateTest, SaveLoadRoundTripsToIdenticalLogits) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
-  for (cpu::KvType type :
-       {cpu::KvType::kF16, cpu::KvType::kQ8, cpu::KvType::kF32, cpu::KvType::kBf16}) {
+  for (KvType type :
+       {KvType::kF16, KvType::kQ8, KvType::kF32, KvType::kBf16}) {
     SessionOptions options;
     options.kv_type = type;
     Session a(model, options);
@@ -197,7 +197,7 @@ TEST(StateTest, LoadRejectsOtherModelsTypesAndDamage) {
 
   ASSERT_TRUE(session.Save(path).ok());
   SessionOptions q8;
-  q8.kv_type = cpu::KvType::kQ8;
+  q8.kv_type = KvType::kQ8;
   Session q8_session(stories, q8);
   s = q8_session.Load(path);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
@@ -255,7 +255,7 @@ TEST(StateTest, LoadedChatContinuesWithoutRecomputingItsTurns) {
   ASSERT_NE(model, nullptr);
   const std::string path = TempPath("state_chat");
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   ChatOptions chat;
   Session first(model, options);
   GenerateResult r1;

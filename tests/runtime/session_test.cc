@@ -215,7 +215,7 @@ TEST(SessionTest, MultiTurnEqualsFromScratch) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
   SessionOptions options;
-  options.kv_type = cpu::KvType::kF32;
+  options.kv_type = KvType::kF32;
   Session a(model, options);
   GenerateResult r1, r2;
   ASSERT_TRUE(Generate(&a, "Once upon a time", Greedy(12), nullptr, &r1).ok());

@@ -421,7 +421,7 @@ int CmdBench(int argc, char** argv) {
     out["n_prompt"] = n_prompt;
     out["n_gen"] = n_gen;
     out["repetitions"] = reps;
-    out["kv_type"] = cpu::KvTypeName(loaded.session.kv_type);
+    out["kv_type"] = KvTypeName(loaded.session.kv_type);
     out["huge_pages"] = model.weights_in_huge_pages();
     out["load_ms"] = loaded.load_ms;
     out["prefill_tok_s"] = StatsJson(prefill);
@@ -464,7 +464,7 @@ int CmdBench(int argc, char** argv) {
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("model      %s (%d threads, kv %s%s)\n", args.Get("-m").c_str(), model.threads(),
-                cpu::KvTypeName(loaded.session.kv_type),
+                KvTypeName(loaded.session.kv_type),
                 model.weights_in_huge_pages() ? ", weights in huge pages" : "");
     std::printf("load       %.1f ms\n", loaded.load_ms);
     std::printf("prefill    %lld tokens: %.1f tok/s median (min %.1f, max %.1f) over %lld runs\n",

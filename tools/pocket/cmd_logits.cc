@@ -94,7 +94,7 @@ int CmdLogits(int argc, char** argv) {
     return kExitUsage;
   }
   LoadedModel loaded;
-  int rc = LoadModelFromArgs(args, cpu::KvType::kF32, &loaded);
+  int rc = LoadModelFromArgs(args, KvType::kF32, &loaded);
   if (rc != kExitOk) return rc;
   const Model& model = *loaded.model;
   if (args.Has("--text")) {

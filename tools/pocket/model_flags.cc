@@ -82,7 +82,7 @@ const char kSamplingFlagsHelp[] =
     "                        accepts (docs/structured-output.md: the subset)\n"
     "  --regex RE            constrain the whole output to match RE\n";
 
-int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedModel* out) {
+int LoadModelFromArgs(Args& args, std::optional<KvType> default_kv, LoadedModel* out) {
   const std::string path = args.Get("-m");
   if (path.empty()) {
     std::fprintf(stderr, "error: -m FILE is required (see --help)\n");
@@ -113,12 +113,12 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
   out->session.budget_bytes = static_cast<size_t>(budget) * kMiB;
   out->session.kv_policy = policy == "slide" ? KvPolicy::kSlide : KvPolicy::kError;
   if (args.Has("--kv")) {
-    // The flag's spellings are cpu::KvTypeName's.
+    // The flag's spellings are KvTypeName's.
     const std::string kv = args.Get("--kv");
     bool known = false;
-    for (cpu::KvType type :
-         {cpu::KvType::kF16, cpu::KvType::kBf16, cpu::KvType::kQ8, cpu::KvType::kF32}) {
-      if (kv == cpu::KvTypeName(type)) {
+    for (KvType type :
+         {KvType::kF16, KvType::kBf16, KvType::kQ8, KvType::kF32}) {
+      if (kv == KvTypeName(type)) {
         out->session.kv_type = type;
         known = true;
       }
@@ -142,7 +142,7 @@ int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedM
   if (args.Has("--no-matrix-ext")) cpu::AllowMatrixExtension(false);
   ModelOptions options;
   options.threads = static_cast<int>(threads);
-  options.quant_math = math == "f32" ? cpu::QuantMath::kF32 : cpu::QuantMath::kInt8;
+  options.quant_math = math == "f32" ? QuantMath::kF32 : QuantMath::kInt8;
   options.pin_threads = args.Has("--pin-threads");
   options.huge_pages = args.Has("--huge-pages");
   options.backend = args.Get("--backend", "cpu");

@@ -31,7 +31,7 @@ struct LoadedModel {
   SessionOptions session;
   double load_ms = 0;
 };
-int LoadModelFromArgs(Args& args, std::optional<cpu::KvType> default_kv, LoadedModel* out);
+int LoadModelFromArgs(Args& args, std::optional<KvType> default_kv, LoadedModel* out);
 // A session with the flags' options; a budget too small for the model
 // prints the error and returns kExitError.
 int NewSession(const LoadedModel& loaded, std::unique_ptr<Session>* out);

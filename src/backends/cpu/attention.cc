@@ -261,15 +261,13 @@ bool CpuHasBf16Dot() {
 #endif
 }
 
-size_t ElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kQ8 ? 1 : 2; }
-
 // attention-inl.h's transform, for rotated q8 rows, queries and outputs.
 void HadamardRow(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(HadamardKernel)(x, n); }
 
 // Address of element i of row t (the page layouts of ops.h).
 uint8_t* ElemAt(const KvView& kv, void* const* pages, size_t t, size_t i) {
   return static_cast<uint8_t*>(pages[t / kv.page_tokens]) +
-         KvElemIndex(kv, pages, t % kv.page_tokens, i) * ElemBytes(kv.type);
+         KvElemIndex(kv, pages, t % kv.page_tokens, i) * KvElemBytes(kv.type);
 }
 
 // Calls f(i, address of element i) for every value of row t, one kv head at
@@ -289,7 +287,7 @@ void ForEachValue(const KvView& kv, void* const* pages, size_t t, const F& f) {
     }
     return;
   }
-  size_t step = KvValueStride(kv, pages) * ElemBytes(kv.type);
+  size_t step = KvValueStride(kv, pages) * KvElemBytes(kv.type);
   if (kv.type == KvType::kBf16 && pages == kv.k_pages) {
     uint8_t* at = ElemAt(kv, pages, t, 0);
     size_t i = 0;
@@ -357,13 +355,8 @@ void StoreRow(const KvView& kv, void* const* pages, size_t t, const float* x) {
 
 }  // namespace
 
-size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim) {
-  const size_t scales = type == KvType::kQ8 && head_dim > 0 ? row_stride / head_dim * 2 : 0;
-  return row_stride * ElemBytes(type) + scales;
-}
-
 void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
-  const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
+  const size_t elem = KvElemBytes(kv.type), values = kv.row_stride * elem;
   ForEachValue(kv, pages, t,
                [&](size_t i, uint8_t* at) { std::memcpy(bytes + i * elem, at, elem); });
   for (size_t h = 0; kv.type == KvType::kQ8 && h * kv.head_dim < kv.row_stride; ++h) {
@@ -372,7 +365,7 @@ void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
 }
 
 void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes) {
-  const size_t elem = ElemBytes(kv.type), values = kv.row_stride * elem;
+  const size_t elem = KvElemBytes(kv.type), values = kv.row_stride * elem;
   ForEachValue(kv, pages, t,
                [&](size_t i, uint8_t* at) { std::memcpy(at, bytes + i * elem, elem); });
   for (size_t h = 0; kv.type == KvType::kQ8 && h * kv.head_dim < kv.row_stride; ++h) {

@@ -11,20 +11,14 @@
 
 #include "format/dtype.h"
 #include "format/model_config.h"
+#include "graph/kv_type.h"
+#include "graph/quant_math.h"
+#include "graph/weight_view.h"
 
 namespace pocket::cpu {
 
 class ThreadPool;
 
-// A weight matrix [rows, cols] as stored in the file (format/dtype.h).
-struct WeightView {
-  const uint8_t* data = nullptr;
-  DType dtype = DType::kF32;
-  uint32_t group = 0;
-  size_t rows = 0;
-  size_t cols = 0;
-  TensorLayout layout = TensorLayout::kRowMajor;  // kRows16: q4 or q8 for the int8 kernels
-};
 
 // The KV cache as the attention kernel sees it: positions [0, n_past + n)
 // of one layer, stored in pages of `page_tokens` tokens. Page p holds tokens
@@ -70,21 +64,6 @@ struct WeightView {
 // spread over the whole row and no longer set the step for the small ones.
 // Dot products are unchanged by H, so attention rotates the query instead of
 // every row, and its output once at the end. Other head_dims store x itself.
-enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kQ8 = 2, kBf16 = 3 };
-// "f32", "f16", "q8", "bf16" (the --kv flag's spelling); "unknown" otherwise.
-inline const char* KvTypeName(KvType type) {
-  switch (type) {
-    case KvType::kF32:
-      return "f32";
-    case KvType::kF16:
-      return "f16";
-    case KvType::kQ8:
-      return "q8";
-    case KvType::kBf16:
-      return "bf16";
-  }
-  return "unknown";
-}
 struct KvView {
   KvType type = KvType::kF16;
   void* const* k_pages = nullptr;
@@ -94,13 +73,6 @@ struct KvView {
   size_t head_dim = 0;    // elements per kv head (q8 scale, V run); must divide row_stride
 };
 
-// The rotary embedding a layer applied to its cached K rows (head_dim 0:
-// none), so that rows can be moved to other positions.
-struct KvRope {
-  size_t head_dim = 0;
-  float theta = 10000.0f;
-  RopeStyle style = RopeStyle::kNeox;
-};
 
 // Values per kv head as the layouts count them (head_dim 0: one head).
 inline size_t KvHeadSize(const KvView& kv) {
@@ -149,8 +121,6 @@ inline bool KvRotated(const KvView& kv) {
   return kv.type == KvType::kQ8 && kv.head_dim > 1 && (kv.head_dim & (kv.head_dim - 1)) == 0;
 }
 
-// Bytes one token row of a K or V page takes (q8: codes and scales).
-size_t KvRowBytes(KvType type, size_t row_stride, size_t head_dim);
 // Copies row t of `pages` (kv.k_pages or kv.v_pages) to or from
 // KvRowBytes(...) bytes: the stored values in element order whatever the
 // page layout, then (q8) the row's scales.
@@ -159,16 +129,6 @@ void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* b
 // Row t of `pages` widened to f32 (row_stride values).
 void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out);
 
-// How Linear multiplies q4/q8 weights (plain dtypes always use f32 maths).
-enum class QuantMath : uint8_t {
-  // Activations stay f32: the reference-accurate path (docs/kernels.md).
-  kF32 = 0,
-  // Activations are quantized to int8 per weight group and multiplied with
-  // the codes in integer SIMD (maddubs / VNNI / sdot). Faster; adds an error
-  // bounded per group by (scale_x / 2) * sum |w - min| (docs/kernels.md).
-  // Targets without an int8 dot product fall back to kF32.
-  kInt8 = 1,
-};
 
 // out[n, w.rows] = x[n, w.cols] * W^T (+ bias[w.rows] when non-null), q4/q8
 // weights multiplied as `math` says.

@@ -47,8 +47,6 @@ StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
   return w.dtype == DType::kQ8 ? Rows16Q8Weight(w, row, col) : Rows16Q4Weight(w, row, col);
 }
 
-size_t KvElemBytes(KvType type) { return type == KvType::kF32 ? 4 : type == KvType::kQ8 ? 1 : 2; }
-
 // Address of element i of cache row t in a K or V page table (ops.h): K
 // channel-major, V head-major, whatever the element type; bf16 K by pairs of
 // channels and V by pairs of positions, where the partner exists.

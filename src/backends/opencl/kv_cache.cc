@@ -6,7 +6,7 @@
 namespace pocket::opencl {
 
 DeviceKvCache::DeviceKvCache(Context* ctx, const std::vector<size_t>& row_elems,
-                             const std::vector<size_t>& head_dims, cpu::KvType type,
+                             const std::vector<size_t>& head_dims, KvType type,
                              size_t grow_tokens, size_t max_tokens)
     : ctx_(ctx),
       type_(type),
@@ -33,7 +33,7 @@ Status DeviceKvCache::Reserve(size_t n_tokens) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     if (layer.row_elems == 0) continue;
-    if (type_ == cpu::KvType::kQ8 &&
+    if (type_ == KvType::kQ8 &&
         (layer.head_dim == 0 || layer.row_elems % layer.head_dim != 0)) {
       return Errorf(StatusCode::kInvalidArgument,
                     "KV cache layer %zu: q8 needs a head_dim dividing its row of %zu", l,
@@ -46,7 +46,7 @@ Status DeviceKvCache::Reserve(size_t n_tokens) {
     // the larger buffer: copy the two parts separately.
     const size_t old_bytes = KvBufferBytes(type_, capacity_, layer.row_elems, layer.head_dim);
     const size_t old_codes =
-        type_ == cpu::KvType::kQ8 ? KvScalesOffset(type_, capacity_, layer.row_elems) : old_bytes;
+        type_ == KvType::kQ8 ? KvScalesOffset(type_, capacity_, layer.row_elems) : old_bytes;
     const size_t new_scales = KvScalesOffset(type_, capacity, layer.row_elems);
     const std::pair<const Buffer*, const Buffer*> copies[] = {{&layer.k, &grown[l].first},
                                                               {&layer.v, &grown[l].second}};

@@ -18,7 +18,7 @@ class DeviceKvCache {
   // buffers), `head_dims[l]` its head_dim (the q8 scale group; may be empty
   // for f32 and f16). `max_tokens` is the context length.
   DeviceKvCache(Context* ctx, const std::vector<size_t>& row_elems,
-                const std::vector<size_t>& head_dims, cpu::KvType type, size_t grow_tokens,
+                const std::vector<size_t>& head_dims, KvType type, size_t grow_tokens,
                 size_t max_tokens);
 
   // Makes positions [0, n_tokens) addressable. On failure the cache keeps
@@ -41,7 +41,7 @@ class DeviceKvCache {
 
   Context* ctx_;
   std::vector<Layer> layers_;
-  cpu::KvType type_;
+  KvType type_;
   size_t grow_tokens_;
   size_t max_tokens_;
   size_t capacity_ = 0;

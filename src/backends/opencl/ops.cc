@@ -38,11 +38,11 @@ Status CheckWeight(const char* op, const DeviceWeight& w) {
 constexpr size_t kMaxQ8HeadDim = 256;
 
 Status CheckKv(const char* op, const DeviceKvView& kv, size_t positions) {
-  if (kv.type == cpu::KvType::kQ8 && (kv.head_dim == 0 || kv.row_stride % kv.head_dim != 0)) {
+  if (kv.type == KvType::kQ8 && (kv.head_dim == 0 || kv.row_stride % kv.head_dim != 0)) {
     return Errorf(StatusCode::kInvalidArgument, "%s: q8 KV head_dim %zu does not divide row %zu",
                   op, kv.head_dim, kv.row_stride);
   }
-  if (kv.type == cpu::KvType::kQ8 && kv.head_dim > kMaxQ8HeadDim) {
+  if (kv.type == KvType::kQ8 && kv.head_dim > kMaxQ8HeadDim) {
     return Errorf(StatusCode::kUnsupported,
                   "%s: the OpenCL kernels quantize KV heads of at most %zu values to q8, this "
                   "model's have %zu; use kv_type=f16",
@@ -65,26 +65,26 @@ constexpr size_t kMaxScoreFloats = size_t{4} << 20;
 
 // The enum values are what dequant.cl's DTYPE_* and KV_* constants mirror.
 size_t DTypeCode(DType t) { return static_cast<size_t>(t); }
-size_t KvCode(cpu::KvType t) { return static_cast<size_t>(t); }
+size_t KvCode(KvType t) { return static_cast<size_t>(t); }
 
 }  // namespace
 
-size_t KvBufferBytes(cpu::KvType type, size_t tokens, size_t row_stride, size_t head_dim) {
+size_t KvBufferBytes(KvType type, size_t tokens, size_t row_stride, size_t head_dim) {
   switch (type) {
-    case cpu::KvType::kF32:
+    case KvType::kF32:
       return tokens * row_stride * 4;
-    case cpu::KvType::kF16:
+    case KvType::kF16:
       return tokens * row_stride * 2;
-    case cpu::KvType::kQ8:
+    case KvType::kQ8:
       return tokens * row_stride + tokens * (row_stride / head_dim) * 2;
-    case cpu::KvType::kBf16:  // a CPU layout: sessions refuse it on OpenCL
+    case KvType::kBf16:  // a CPU layout: sessions refuse it on OpenCL
       break;
   }
   return 0;
 }
 
-size_t KvScalesOffset(cpu::KvType type, size_t tokens, size_t row_stride) {
-  return type == cpu::KvType::kQ8 ? tokens * row_stride : 0;
+size_t KvScalesOffset(KvType type, size_t tokens, size_t row_stride) {
+  return type == KvType::kQ8 ? tokens * row_stride : 0;
 }
 
 Status Linear(Context* ctx, Span x, size_t n, const DeviceWeight& w, const Buffer* bias, Span out) {
@@ -222,7 +222,7 @@ Status KvAppend(Context* ctx, const DeviceKvView& kv, size_t n_past, Span k, Spa
   POCKET_RETURN_IF_ERROR(CheckKv("kv_append", kv, n_past + n));
   POCKET_RETURN_IF_ERROR(CheckSpan("kv_append", "k", k, n * kv.row_stride));
   POCKET_RETURN_IF_ERROR(CheckSpan("kv_append", "v", v, n * kv.row_stride));
-  if (kv.type == cpu::KvType::kQ8) {
+  if (kv.type == KvType::kQ8) {
     return Launch(ctx, KernelId::kKvAppendQ8)
         .Arg(*k.buffer)
         .Arg(*v.buffer)
@@ -254,7 +254,7 @@ Status KvAppend(Context* ctx, const DeviceKvView& kv, size_t n_past, Span k, Spa
 Status Attention(Context* ctx, Span q, size_t n, size_t n_past, const DeviceKvView& kv,
                  size_t n_heads, size_t n_kv_heads, size_t head_dim, Span out) {
   if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || kv.row_stride != n_kv_heads * head_dim ||
-      (kv.type == cpu::KvType::kQ8 && kv.head_dim != head_dim)) {
+      (kv.type == KvType::kQ8 && kv.head_dim != head_dim)) {
     return Errorf(StatusCode::kInvalidArgument,
                   "attention: %zu heads, %zu kv heads of %zu do not fit a KV row of %zu", n_heads,
                   n_kv_heads, head_dim, kv.row_stride);

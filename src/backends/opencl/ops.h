@@ -38,7 +38,7 @@ struct DeviceWeight {
 // buffers hold the int8 codes of all positions, then one f16 scale per
 // (position, head of head_dim values), the CPU's q8 encoding.
 struct DeviceKvView {
-  cpu::KvType type = cpu::KvType::kF16;
+  KvType type = KvType::kF16;
   const Buffer* k = nullptr;
   const Buffer* v = nullptr;
   size_t row_stride = 0;
@@ -48,8 +48,8 @@ struct DeviceKvView {
 
 // Bytes of one K (or V) buffer holding `tokens` positions, and the byte
 // offset of the q8 scales in it.
-size_t KvBufferBytes(cpu::KvType type, size_t tokens, size_t row_stride, size_t head_dim);
-size_t KvScalesOffset(cpu::KvType type, size_t tokens, size_t row_stride);
+size_t KvBufferBytes(KvType type, size_t tokens, size_t row_stride, size_t head_dim);
+size_t KvScalesOffset(KvType type, size_t tokens, size_t row_stride);
 
 // out[n, w.rows] = x[n, w.cols] W^T (+ bias[w.rows] when non-null).
 Status Linear(Context* ctx, Span x, size_t n, const DeviceWeight& w, const Buffer* bias, Span out);

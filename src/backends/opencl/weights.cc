@@ -25,7 +25,7 @@ StatusOr<const Buffer*> WeightStore::UploadBytes(const void* key, const void* da
   return result;
 }
 
-StatusOr<DeviceWeight> WeightStore::Upload(const cpu::WeightView& w) {
+StatusOr<DeviceWeight> WeightStore::Upload(const WeightView& w) {
   uint64_t bytes = 0;
   if (w.data == nullptr || !TensorByteSize(w.dtype, w.rows, w.cols, w.group, &bytes)) {
     return Errorf(StatusCode::kInvalidArgument, "weight [%zu, %zu] %s (group %u) has no valid size",

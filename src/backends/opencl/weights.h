@@ -16,7 +16,7 @@ class WeightStore {
   explicit WeightStore(Context* ctx) : ctx_(ctx) {}
 
   // The device copy of a weight matrix as the CPU backend sees it.
-  StatusOr<DeviceWeight> Upload(const cpu::WeightView& w);
+  StatusOr<DeviceWeight> Upload(const WeightView& w);
   // The device copy of `count` f32 values (norm weights, biases).
   StatusOr<const Buffer*> UploadF32(const float* data, size_t count);
 

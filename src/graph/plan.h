@@ -1,7 +1,7 @@
 // The execution plan: the graph section (docs/graph.md) expanded, checked
 // against the tensor directory and the config once at load, and flattened
 // into steps whose weights are resolved to pointers into the mapped file and
-// whose values are small slot numbers. The executor runs it as is.
+// whose values are small slot numbers. Every backend runs it as is.
 #pragma once
 
 #include <cstddef>
@@ -11,9 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cpu/ops.h"
 #include "format/model_config.h"
 #include "format/reader.h"
+#include "graph/kv_type.h"
+#include "graph/weight_view.h"
 #include "util/status.h"
 
 namespace pocket {
@@ -42,7 +43,7 @@ struct PlanStep {
   int out = -1;
   size_t width = 0;             // width of `out`
   size_t in_width = 0;          // width of in[0]
-  cpu::WeightView weight;       // embed table, linear W
+  WeightView weight;       // embed table, linear W
   const float* norm = nullptr;  // rms_norm / head_rms_norm weight (f32)
   const float* bias = nullptr;  // linear bias (f32) or null
   float eps = 1e-6f;
@@ -71,7 +72,7 @@ struct Plan {
   // rotary embedding its K rows carry (head_dim 0 when K is not written by a
   // rope op), for moving cached rows to new positions.
   std::vector<size_t> kv_head_dim;
-  std::vector<cpu::KvRope> kv_rope;
+  std::vector<KvRope> kv_rope;
   // Slots written only by the row-wise tail: when only the last row's
   // logits are wanted they hold that one row (the logits slot is vocab wide).
   std::vector<bool> slot_tail_only;

@@ -1,4 +1,4 @@
-#include "runtime/plan.h"
+#include "graph/plan.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -157,7 +157,7 @@ class Planner {
   StatusOr<Plan> Build(const Json& nodes) {
     plan_.kv_row.assign(static_cast<size_t>(config_.n_layers), 0);
     plan_.kv_head_dim.assign(plan_.kv_row.size(), 0);
-    plan_.kv_rope.assign(plan_.kv_row.size(), cpu::KvRope());
+    plan_.kv_rope.assign(plan_.kv_row.size(), KvRope());
     plan_.vocab = static_cast<size_t>(config_.vocab);
     std::vector<std::pair<std::string, std::string>> subs;
     POCKET_RETURN_IF_ERROR(Expand(nodes, &subs, 0));
@@ -217,7 +217,7 @@ class Planner {
     return Status::Ok();
   }
 
-  Status Matrix(const std::string& name, cpu::WeightView* w) {
+  Status Matrix(const std::string& name, WeightView* w) {
     const TensorInfo* t = nullptr;
     POCKET_RETURN_IF_ERROR(Tensor(name, &t));
     if (t->shape.size() != 2) {
