@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backends/cpu/kernel_target.h"
 #include "runtime/memory.h"
 #include "runtime/opencl_executor.h"
 #include "util/log.h"
@@ -61,6 +62,18 @@ Status Model::CopyWeightsToHugePages() {
   return Status();
 }
 
+// ModelOptions' CPU kernel tuning, process-wide (kernel_target.h).
+static Status ApplyCpuTuning(const ModelOptions& options) {
+  if (!options.cpu_target.empty() && !cpu::RestrictKernelTargets(options.cpu_target)) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "cpu_target='%s' is not available here; choose one of: %s",
+                  options.cpu_target.c_str(), cpu::KernelTargetList(", ").c_str());
+  }
+  if (options.matrix_extension.has_value()) cpu::AllowMatrixExtension(*options.matrix_extension);
+  if (options.decode_read_ahead.has_value()) cpu::SetDecodeReadAhead(*options.decode_read_ahead);
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelOptions& options) {
 #ifdef POCKET_WITH_OPENCL
   const bool opencl = options.backend == "opencl";
@@ -79,6 +92,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
                   "threads must be in [0, %zu] (0 = one per fast core), got %d", cpu::kMaxThreads,
                   options.threads);
   }
+  POCKET_RETURN_IF_ERROR(ApplyCpuTuning(options));
   std::unique_ptr<Model> model(new Model());
   POCKET_ASSIGN_OR_RETURN(model->file_, PocketFile::Open(path));
   // The heap the model's own structures take, measured around building them

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "backends/cpu/ops.h"
@@ -58,6 +59,25 @@ struct ModelOptions {
   // could share. Off by default; where the OS has no huge pages the copy is
   // ordinary memory.
   bool huge_pages = false;
+
+  // CPU kernel tuning. The kernels dispatch per process, not per model, so
+  // Load applies these to the whole process (every model loaded before or
+  // after): set them before loading, never while a model computes. Left
+  // unset, each keeps the process's setting.
+  //
+  // Holds the CPU kernels to an older target than the best this CPU runs
+  // (any case; one of cpu::KernelTargets(), e.g. "AVX2" or "NEON"): what a
+  // CPU without the newer extensions gets. Empty: the process's target (the
+  // best unless an earlier load held it). Another name fails Load with
+  // kInvalidArgument listing the choices.
+  std::string cpu_target;
+  // Whether prompts (and, on x86 with AMX-BF16, bf16 attention) may multiply
+  // on the CPU's matrix unit: Arm's I8MM or x86's AMX (kernel_target.h;
+  // the same as pocket_set_cpu_matrix_extension). Allowed by default.
+  std::optional<bool> matrix_extension;
+  // How far ahead of its reads decode's rows16 GEMV asks for weight lines
+  // into L2, in bytes (0: none); by default cpu::DefaultDecodeReadAhead().
+  std::optional<size_t> decode_read_ahead;
 };
 
 class Model {
