@@ -1,7 +1,7 @@
 // The execution plan: the graph section (docs/graph.md) expanded, checked
 // against the tensor directory and the config once at load, and flattened
 // into steps whose weights are resolved to pointers into the mapped file and
-// whose values are small slot numbers. The executor runs it as is.
+// whose values are small slot numbers. Every backend runs it as is.
 #pragma once
 
 #include <cstddef>
@@ -11,9 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cpu/ops.h"
 #include "format/model_config.h"
 #include "format/reader.h"
+#include "graph/kv_type.h"
+#include "graph/weight_view.h"
 #include "util/status.h"
 
 namespace pocket {
