@@ -82,19 +82,24 @@ uint64_t Pow10(int n) {
   return v;
 }
 
+}  // namespace
+
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const Json& root) : root_(root) {}
+  explicit SchemaCompiler(GrammarBuilder* builder) : b_(*builder) {}
 
-  StatusOr<std::shared_ptr<const Grammar>> Run() {
-    if (root_.is_boolean() && !root_.get<bool>()) {
+  // The values `root` accepts; its $refs resolve inside it.
+  StatusOr<Expr> CompileRoot(const Json& root) {
+    if (root.is_boolean() && !root.get<bool>()) {
       return Unsupported("the schema is false: no value matches", "#");
     }
-    const int32_t root = b_.Rule("root");
-    POCKET_ASSIGN_OR_RETURN(Expr body, Compile(root_, "#"));
-    b_.Define(root, body);
-    return b_.Build(root);
+    root_ = &root;
+    refs_.clear();  // a pointer names a place in this schema only
+    StatusOr<Expr> body = Compile(root, "#");
+    root_ = nullptr;
+    return body;
   }
+  Expr Ws() { return Named("ws", &SchemaCompiler::DefineWs); }
 
  private:
   static Status Unsupported(const std::string& what, const std::string& path) {
@@ -111,7 +116,6 @@ class SchemaCompiler {
     }
     return b_.Ref(r);
   }
-  Expr Ws() { return Named("ws", &SchemaCompiler::DefineWs); }
   // Nothing, one space, or a line break and an indentation: every layout a
   // JSON printer uses, and nothing for a model to ramble in.
   Expr DefineWs() {
@@ -617,7 +621,7 @@ class SchemaCompiler {
     // A URI fragment (percent-encoded) holding a JSON pointer into this
     // document: /-separated, ~1 is '/', ~0 is '~'.
     const std::string pointer = PercentDecoded(ref);
-    const Json* target = &root_;
+    const Json* target = root_;
     size_t pos = 1;
     while (pos < pointer.size()) {
       if (pointer[pos] != '/')
@@ -648,12 +652,10 @@ class SchemaCompiler {
     return b_.Ref(rule);
   }
 
-  const Json& root_;
-  GrammarBuilder b_;
+  const Json* root_ = nullptr;
+  GrammarBuilder& b_;
   std::map<std::string, int32_t> refs_;
 };
-
-}  // namespace
 
 namespace {
 
@@ -699,8 +701,13 @@ Status AsInvalidArgument(const Status& s) {
 }  // namespace
 
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchemaValue(const Json& schema) {
-  SchemaCompiler compiler(schema);
-  auto g = compiler.Run();
+  GrammarBuilder builder;
+  SchemaCompiler compiler(&builder);
+  const int32_t root = builder.Rule("root");
+  StatusOr<Expr> body = compiler.CompileRoot(schema);
+  if (!body.ok()) return AsInvalidArgument(body.status());
+  builder.Define(root, *body);
+  auto g = builder.Build(root);
   if (!g.ok()) return AsInvalidArgument(g.status());
   return g;
 }
@@ -713,6 +720,18 @@ StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(std::string_view sche
   }
   return CompileJsonSchemaValue(*schema);
 }
+
+JsonSchemaRules::JsonSchemaRules(GrammarBuilder* builder)
+    : compiler_(std::make_unique<SchemaCompiler>(builder)) {}
+JsonSchemaRules::~JsonSchemaRules() = default;
+
+StatusOr<GrammarBuilder::Expr> JsonSchemaRules::Compile(const Json& schema) {
+  StatusOr<Expr> body = compiler_->CompileRoot(schema);
+  if (!body.ok()) return AsInvalidArgument(body.status());
+  return body;
+}
+
+GrammarBuilder::Expr JsonSchemaRules::Ws() { return compiler_->Ws(); }
 
 std::shared_ptr<const Grammar> JsonGrammar() {
   static const std::shared_ptr<const Grammar> g = *CompileJsonSchemaValue(Json::object());

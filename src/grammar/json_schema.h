@@ -22,6 +22,24 @@ constexpr int kMaxIndent = 20;
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(std::string_view schema_json);
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchemaValue(const Json& schema);
 
+class SchemaCompiler;
+
+// JSON Schemas as parts of a larger grammar (tool calls: a schema per
+// tool). Each schema's $refs resolve inside that schema; rules common to
+// JSON (strings, numbers, whitespace) are shared.
+class JsonSchemaRules {
+ public:
+  explicit JsonSchemaRules(GrammarBuilder* builder);
+  ~JsonSchemaRules();
+  // An expression of the builder matching the JSON texts `schema` accepts.
+  StatusOr<GrammarBuilder::Expr> Compile(const Json& schema);
+  // What may come between JSON tokens (see above).
+  GrammarBuilder::Expr Ws();
+
+ private:
+  std::unique_ptr<SchemaCompiler> compiler_;
+};
+
 // Any JSON value (what `{}` compiles to).
 std::shared_ptr<const Grammar> JsonGrammar();
 

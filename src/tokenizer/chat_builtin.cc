@@ -57,11 +57,31 @@ void AppendQwen3Assistant(const ChatMessage& m, bool after_last_query, bool is_l
   out->append("<|im_end|>\n");
 }
 
+// The system turn that lists the tools, after the first message when that
+// is a system message.
+void AppendQwen3Tools(const std::vector<ChatMessage>& messages,
+                      const std::vector<std::string>& tools, std::string* out) {
+  out->append("<|im_start|>system\n");
+  if (messages[0].role == "system") out->append(messages[0].content).append("\n\n");
+  out->append(
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are "
+      "provided with function signatures within <tools></tools> XML tags:\n<tools>");
+  for (const std::string& tool : tools) out->append("\n").append(tool);
+  out->append(
+      "\n</tools>\n\nFor each function call, return a json object with function name and "
+      "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+      "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+}
+
 }  // namespace
 
 std::string RenderQwen3Chat(const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   std::string out;
-  if (messages[0].role == "system") AppendImTurn("system", messages[0].content, &out);
+  if (!options.tools.empty()) {
+    AppendQwen3Tools(messages, options.tools, &out);
+  } else if (messages[0].role == "system") {
+    AppendImTurn("system", messages[0].content, &out);
+  }
   const size_t last_query = Qwen3LastQueryIndex(messages);
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
@@ -69,6 +89,11 @@ std::string RenderQwen3Chat(const std::vector<ChatMessage>& messages, const Chat
       AppendImTurn(m.role, m.content, &out);
     } else if (m.role == "assistant") {
       AppendQwen3Assistant(m, i > last_query, i + 1 == messages.size(), &out);
+    } else if (m.role == "tool") {
+      // Consecutive tool results share one user turn.
+      if (i == 0 || messages[i - 1].role != "tool") out.append("<|im_start|>user");
+      out.append("\n<tool_response>\n").append(m.content).append("\n</tool_response>");
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool") out.append("<|im_end|>\n");
     }
   }
   if (options.add_generation_prompt) {

@@ -1,7 +1,7 @@
 // Native renderers of the known Hugging Face chat templates. Each reproduces
-// its Jinja template byte for byte for system/user/assistant conversations;
-// RenderChat has already checked that the list is non-empty and every role
-// is one of those three.
+// its Jinja template byte for byte for system/user/assistant conversations
+// (Qwen3 also with tools and tool results); RenderChat has already checked
+// that the list is non-empty and every role is one the kind renders.
 #pragma once
 
 #include <string>

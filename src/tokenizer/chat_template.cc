@@ -6,17 +6,30 @@
 namespace pocket {
 namespace {
 
-Status ValidateMessages(const std::vector<ChatMessage>& messages) {
+Status ValidateMessages(const std::string& kind, const std::vector<ChatMessage>& messages,
+                        const ChatOptions& options) {
   if (messages.empty()) {
     return Status(StatusCode::kInvalidArgument,
                   "chat template: the message list is empty; pass at least one message");
   }
+  const bool takes_tools = kind == "qwen3";
+  if (!options.tools.empty() && !takes_tools) {
+    return Errorf(StatusCode::kUnsupported,
+                  "chat template: tool calling needs the qwen3 template; this model's is '%s'",
+                  kind.c_str());
+  }
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
-    if (role != "system" && role != "user" && role != "assistant") {
+    if (role == "tool" && !takes_tools) {
+      return Errorf(StatusCode::kUnsupported,
+                    "chat template: message %zu is a tool result, which only the qwen3 "
+                    "template renders; this model's is '%s'",
+                    i, kind.c_str());
+    }
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
       return Errorf(StatusCode::kInvalidArgument,
-                    "chat template: message %zu has unknown role '%s' (expected system, user "
-                    "or assistant)",
+                    "chat template: message %zu has unknown role '%s' (expected system, user, "
+                    "assistant or tool)",
                     i, role.c_str());
     }
   }
@@ -32,7 +45,7 @@ bool Contains(const std::string& haystack, const char* needle) {
 StatusOr<std::string> RenderChat(const std::string& kind, const std::string& template_text,
                                  const std::vector<ChatMessage>& messages,
                                  const ChatOptions& options) {
-  POCKET_RETURN_IF_ERROR(ValidateMessages(messages));
+  POCKET_RETURN_IF_ERROR(ValidateMessages(kind, messages, options));
   if (kind == "qwen3") return RenderQwen3Chat(messages, options);
   if (kind == "chatml") return RenderChatMlChat(messages, options);
   if (kind == "llama2") return RenderLlama2Chat(messages);

@@ -12,7 +12,8 @@
 namespace pocket {
 
 struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant"
+  // "system" | "user" | "assistant" | "tool" (a tool's result; qwen3 only)
+  std::string role;
   std::string content;
 };
 
@@ -21,6 +22,10 @@ struct ChatOptions {
   // Qwen3: false renders the empty think block ("<think>\n\n</think>\n\n")
   // after the generation prompt, as enable_thinking=False does in HF.
   bool enable_thinking = true;
+  // Qwen3: the tools the model may call, each as the JSON text the template
+  // prints for it (grammar/tool_calls.h, ToolSignatureJson); rendered in
+  // the system turn's "# Tools" section. Other kinds take no tools.
+  std::vector<std::string> tools;
 };
 
 // Kinds: "qwen3", "chatml" (Qwen2), "llama2", "llama3", "custom" (template

@@ -222,11 +222,14 @@ TEST(ChatTemplateTest, Validation) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("empty"), std::string::npos);
 
-  r = RenderChat("chatml", "", {{"user", "a"}, {"tool", "b"}}, ChatOptions());
+  r = RenderChat("chatml", "", {{"user", "a"}, {"function", "b"}}, ChatOptions());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("message 1 has unknown role 'tool'"), std::string::npos)
+  EXPECT_NE(r.status().message().find("message 1 has unknown role 'function'"), std::string::npos)
       << r.status().message();
+  // Tool results: only Qwen3's template renders them.
+  r = RenderChat("chatml", "", {{"user", "a"}, {"tool", "b"}}, ChatOptions());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 
   r = RenderChat("vicuna", "", {{"user", "a"}}, ChatOptions());
   ASSERT_FALSE(r.ok());
