@@ -10,12 +10,12 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "convert/gguf_pretokenizers.h"
 #include "convert/source_files.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe_data.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/chat_template.h"
-#include "tokenizer/regex_split.h"
 #include "tokenizer/tokenizer.h"
 #include "util/fp16.h"
 #include "util/log.h"
@@ -38,31 +38,6 @@ constexpr ArchInfo kArchitectures[] = {
     {"llama", false, false, RopeStyle::kInterleaved},
     {"qwen2", false, true, RopeStyle::kNeox},
     {"qwen3", true, false, RopeStyle::kNeox},
-};
-
-// Byte-level BPE pre-tokenizers by tokenizer.ggml.pre: the regex and
-// flags of the Hugging Face tokenizer.json each name stands for (llama.cpp
-// splits with the same expressions, but skips Qwen2's NFC normalizer, which
-// the models were trained with).
-constexpr char kQwen2Pattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr char kLlama3Pattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-struct PreTokenizer {
-  const char* name;
-  const char* pattern;
-  uint32_t flags;  // tok::BpeFlag: Qwen2 normalizes NFC, Llama 3 ignores merges
-};
-constexpr PreTokenizer kPreTokenizers[] = {
-    {"gpt2", tok::kGpt2SplitPattern, 0},
-    {"qwen2", kQwen2Pattern, tok::kFlagNfc},
-    {"deepseek-r1-qwen", kQwen2Pattern, tok::kFlagNfc},
-    {"llama3", kLlama3Pattern, tok::kFlagIgnoreMerges},
-    {"llama-v3", kLlama3Pattern, tok::kFlagIgnoreMerges},
-    {"llama-bpe", kLlama3Pattern, tok::kFlagIgnoreMerges},
-    {"smaug-bpe", kLlama3Pattern, tok::kFlagIgnoreMerges},
 };
 
 // GGUF token types (the same numbers as SentencePiece's piece types).
@@ -572,31 +547,20 @@ StatusOr<std::unique_ptr<Tokenizer>> SentencePieceFromGguf(const Meta& meta, con
 }
 
 // tokenizer.ggml.model "gpt2": byte-level BPE with tokenizer.ggml.merges
-// and the pre-tokenizer regex of tokenizer.ggml.pre.
-StatusOr<std::unique_ptr<Tokenizer>> ByteLevelFromGguf(const Meta& meta, const Vocab& v) {
+// and the pre-tokenizer of tokenizer.ggml.pre, which also says whether a
+// BOS token goes first when tokenizer.ggml.add_bos_token does not.
+StatusOr<std::unique_ptr<Tokenizer>> ByteLevelFromGguf(const Meta& meta, const Vocab& v,
+                                                       bool* add_bos) {
   std::string pre;
   POCKET_RETURN_IF_ERROR(meta.String("tokenizer.ggml.pre", false, &pre));
-  const PreTokenizer* split = nullptr;
-  for (const PreTokenizer& p : kPreTokenizers) {
-    if (pre == p.name) split = &p;
-  }
-  if (split == nullptr) {
-    std::string known;
-    for (const PreTokenizer& p : kPreTokenizers)
-      known += std::string(known.empty() ? "" : ", ") + p.name;
-    return Errorf(StatusCode::kUnsupported,
-                  "GGUF tokenizer.ggml.pre '%s' is not a pre-tokenizer Pocket implements (%s)%s",
-                  pre.empty() ? "(missing)" : pre.c_str(), known.c_str(),
-                  pre.empty() || pre == "default"
-                      ? "; llama.cpp's 'default' splits with its own sequence of four regexes"
-                      : "");
-  }
+  POCKET_ASSIGN_OR_RETURN(const GgufPreTokenizer split, FindGgufPreTokenizer(pre));
   const GgufValue* merges = nullptr;
   POCKET_RETURN_IF_ERROR(meta.Array("tokenizer.ggml.merges", {GgufType::kString}, 0, &merges));
   tok::BpeData d;
   d.kind = TokenizerKind::kByteLevelBpe;
-  d.flags = split->flags;
-  d.regex = split->pattern;
+  d.flags = split.flags;
+  tok::SetRegexPatterns(split.patterns, &d);
+  *add_bos = split.add_bos;
   d.bos = v.bos;
   d.eos = v.eos;
   std::unordered_map<std::string_view, int32_t> ids;
@@ -678,8 +642,7 @@ Status ReadTokenizer(const Meta& meta, ModelConfig* c, std::string* blob) {
     POCKET_ASSIGN_OR_RETURN(tok, SentencePieceFromGguf(meta, v));
     c->add_bos = true;
   } else if (kind == "gpt2") {
-    POCKET_ASSIGN_OR_RETURN(tok, ByteLevelFromGguf(meta, v));
-    c->add_bos = false;
+    POCKET_ASSIGN_OR_RETURN(tok, ByteLevelFromGguf(meta, v, &c->add_bos));
   } else {
     return Errorf(StatusCode::kUnsupported,
                   "GGUF tokenizer.ggml.model '%s' is not supported (llama: SentencePiece, gpt2: "
@@ -689,7 +652,8 @@ Status ReadTokenizer(const Meta& meta, ModelConfig* c, std::string* blob) {
   POCKET_RETURN_IF_ERROR(meta.Bool("tokenizer.ggml.add_bos_token", &c->add_bos));
   if (c->add_bos && v.bos < 0) {
     return Status(StatusCode::kCorruptFile,
-                  "GGUF tokenizer.ggml.add_bos_token is true but there is no bos_token_id");
+                  "GGUF tokenizer.ggml.add_bos_token (or the pre-tokenizer's default) asks for a "
+                  "BOS token but there is no bos_token_id");
   }
   c->bos_id = v.bos;
   c->eos_id = v.eos;

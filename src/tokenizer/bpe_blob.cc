@@ -4,6 +4,29 @@
 
 namespace pocket::tok {
 
+std::vector<std::string> RegexPatterns(const BpeData& d) {
+  if (d.regex.empty()) return {};
+  if (!(d.flags & kFlagRegexSequence)) return {d.regex};
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = d.regex.find('\0', begin);
+    out.push_back(d.regex.substr(begin, end - begin));
+    if (end == std::string::npos) return out;
+    begin = end + 1;
+  }
+}
+
+void SetRegexPatterns(const std::vector<std::string>& patterns, BpeData* d) {
+  d->regex.clear();
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (i > 0) d->regex.push_back('\0');
+    d->regex += patterns[i];
+  }
+  d->flags &= ~uint32_t{kFlagRegexSequence};
+  if (patterns.size() > 1) d->flags |= kFlagRegexSequence;
+}
+
 std::string SerializeBpe(const BpeData& d) {
   BlobWriter w;
   w.Header(d.kind);

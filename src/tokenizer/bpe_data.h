@@ -21,7 +21,8 @@ enum BpeFlag : uint32_t {
   kFlagMetaspaceSplit = 32,     // spm-bpe: words start at each "▁"
   kFlagStripLeadingSpace = 64,  // decoder drops one leading space
   kFlagPrependIfMissing = 128,  // spm-bpe: Metaspace-style, prepend only if no "▁" yet
-  kFlagAll = 255,
+  kFlagRegexSequence = 256,     // regex holds NUL-separated patterns, applied in turn
+  kFlagAll = 511,
 };
 
 // When the SentencePiece-style normalizer puts "▁" in front of a text piece.
@@ -43,7 +44,7 @@ struct BpeData {
   std::vector<uint32_t> offsets;
   std::vector<uint8_t> attrs;   // TokenAttr bits per id
   std::vector<int32_t> merges;  // (left, right, result) per rank
-  std::string regex;            // pre-tokenizer pattern; empty: no split
+  std::string regex;            // pre-tokenizer pattern(s); empty: no split
 
   int32_t size() const { return static_cast<int32_t>(attrs.size()); }
   std::string_view token(int32_t id) const {
@@ -56,6 +57,13 @@ struct BpeData {
     attrs.push_back(attr);
   }
 };
+
+// The pre-tokenizer patterns `d` holds (none, one, or the parts of a
+// kFlagRegexSequence regex), and the setter importers use: several
+// patterns are stored as one NUL-separated regex with kFlagRegexSequence
+// (a flag, so that a reader without sequences refuses the blob).
+std::vector<std::string> RegexPatterns(const BpeData& d);
+void SetRegexPatterns(const std::vector<std::string>& patterns, BpeData* d);
 
 // The .pocket tokenizer blob of a BPE tokenizer, and its parser (structure
 // only; BpeTokenizer::Create checks the contents).

@@ -104,6 +104,13 @@ Status BpeTokenizer::Validate() const {
   if (d.kind == TokenizerKind::kSpmBpe && !d.regex.empty()) {
     return Status(StatusCode::kCorruptFile, "SentencePiece-style BPE has no pre-tokenizer regex");
   }
+  if (d.flags & kFlagRegexSequence) {
+    const std::vector<std::string> patterns = RegexPatterns(d);
+    if (patterns.size() < 2 || std::find(patterns.begin(), patterns.end(), "") != patterns.end()) {
+      return Status(StatusCode::kCorruptFile,
+                    "tokenizer regex sequence has fewer than two patterns or an empty one");
+    }
+  }
   return Status::Ok();
 }
 
@@ -136,7 +143,7 @@ Status BpeTokenizer::BuildIndexes() {
     }
   }
   if (!d_.regex.empty()) {
-    POCKET_ASSIGN_OR_RETURN(splitter_, RegexSplitter::Create(d_.regex));
+    POCKET_ASSIGN_OR_RETURN(splitter_, RegexSplitter::Create(RegexPatterns(d_)));
   }
   return Status::Ok();
 }

@@ -28,39 +28,56 @@ size_t CharLen(unsigned char lead) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<RegexSplitter>> RegexSplitter::Create(const std::string& pattern) {
-  int error = 0;
-  PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-  if (code == nullptr) {
-    return Errorf(StatusCode::kInvalidArgument,
-                  "pre-tokenizer regex does not compile at offset %zu: %s",
-                  static_cast<size_t>(offset), Pcre2Message(error).c_str());
-  }
-  // JIT is an optimisation only: when unavailable, matching is interpreted.
-  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+StatusOr<std::unique_ptr<RegexSplitter>> RegexSplitter::Create(
+    const std::vector<std::string>& patterns) {
   std::unique_ptr<RegexSplitter> s(new RegexSplitter());
-  s->code_ = code;
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code* code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(patterns[i].data()), patterns[i].size(),
+                      PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    if (code == nullptr) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "pre-tokenizer regex %zu does not compile at offset %zu: %s", i,
+                    static_cast<size_t>(offset), Pcre2Message(error).c_str());
+    }
+    // JIT is an optimisation only: when unavailable, matching is interpreted.
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    s->codes_.push_back(code);
+  }
   return s;
 }
 
-RegexSplitter::~RegexSplitter() { pcre2_code_free(Code(code_)); }
+RegexSplitter::~RegexSplitter() {
+  for (void* c : codes_) pcre2_code_free(Code(c));
+}
 
 Status RegexSplitter::Split(std::string_view text, std::vector<std::string_view>* words) const {
-  words->clear();
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(Code(code_), nullptr);
+  words->assign(1, text);
+  std::vector<std::string_view> pieces;
+  for (size_t i = 0; i < codes_.size(); ++i) {
+    pieces.clear();
+    for (std::string_view w : *words) POCKET_RETURN_IF_ERROR(SplitOne(i, w, &pieces));
+    words->swap(pieces);
+  }
+  return Status::Ok();
+}
+
+Status RegexSplitter::SplitOne(size_t pattern, std::string_view text,
+                               std::vector<std::string_view>* words) const {
+  pcre2_code* code = Code(codes_[pattern]);
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
   if (md == nullptr) return Status(StatusCode::kInternal, "out of memory for regex match data");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t gap_begin = 0, pos = 0;
   Status status;
   while (pos < text.size()) {
-    const int rc =
-        pcre2_match(Code(code_), subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+    const int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
-      status = Errorf(StatusCode::kInternal, "pre-tokenizer regex failed at byte %zu: %s", pos,
-                      Pcre2Message(rc).c_str());
+      status = Errorf(StatusCode::kInternal, "pre-tokenizer regex %zu failed at byte %zu: %s",
+                      pattern, pos, Pcre2Message(rc).c_str());
       break;
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);

@@ -2,7 +2,10 @@
 // the tokenizers in tests/data: `llama` (the Llama 2 and tok512
 // SentencePiece models' pieces, scores and types) and `gpt2` (Qwen3's
 // byte-level vocabulary and merges, pre-tokenizer `qwen2`), each encoding
-// the goldens of the original tokenizer; the chat template's kind; refusals.
+// the goldens of the original tokenizer; the other pre-tokenizers over the
+// same vocabulary against goldens made by Hugging Face `tokenizers`; the
+// chat template's kind; refusals.
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,9 +14,11 @@
 
 #include "convert/convert_test_util.h"
 #include "convert/gguf_import.h"
+#include "convert/gguf_pretokenizers.h"
 #include "convert/gguf_stories.h"
 #include "convert/gguf_writer.h"
 #include "format/model_config.h"
+#include "tokenizer/regex_split.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json_util.h"
 
@@ -25,6 +30,8 @@ using testing_util::DataPath;
 using testing_util::ReadFile;
 
 struct Golden {
+  std::string pre;                 // gguf-pretokenizers goldens only
+  std::vector<std::string> words;  // the same
   std::string text;
   std::vector<int32_t> ids;
 };
@@ -40,6 +47,10 @@ std::vector<Golden> LoadGolden(const std::string& path) {
     if (!j.ok()) continue;
     Golden g;
     std::vector<int64_t> ids;
+    if (j->contains("pre")) {
+      EXPECT_TRUE(GetString(*j, "pre", &g.pre, "golden").ok());
+      for (const Json& w : (*j)["words"]) g.words.push_back(w.get<std::string>());
+    }
     EXPECT_TRUE(GetString(*j, "text", &g.text, "golden").ok());
     EXPECT_TRUE(GetIntArray(*j, "ids", &ids, "golden").ok());
     g.ids.assign(ids.begin(), ids.end());
@@ -125,40 +136,53 @@ TEST(GgufTokenizer, LlamaSentencePieceEncodesTheTok512Goldens) {
 
 // tokenizer.ggml.* as llama.cpp writes Qwen3's tokenizer.json: tokens by
 // id (byte-level text; added tokens as written), control / user-defined
-// types for the special / other added tokens, merges "a b".
-GgufWriter Qwen3Tokenizer(const std::string& pre) {
-  auto json = ParseJson(ReadFile(DataPath("qwen3-tokenizer/tokenizer.json")), "tokenizer.json");
-  EXPECT_TRUE(json.ok());
-  const Json& model = (*json)["model"];
-  std::vector<std::string> tokens;
+// types for the special / other added tokens, merges "a b". Read once.
+struct Qwen3Vocab {
+  std::vector<std::string> tokens, merges;
   std::vector<int32_t> types;
-  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-    const size_t id = it.value().get<size_t>();
-    if (tokens.size() <= id) tokens.resize(id + 1), types.resize(id + 1, 1);
-    tokens[id] = it.key();
-  }
-  for (const Json& a : (*json)["added_tokens"]) {
-    const size_t id = a["id"].get<size_t>();
-    if (tokens.size() <= id) tokens.resize(id + 1), types.resize(id + 1, 1);
-    tokens[id] = a["content"].get<std::string>();
-    types[id] = a["special"].get<bool>() ? 3 : 4;
-  }
-  std::vector<std::string> merges;
-  for (const Json& m : model["merges"]) {
-    merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
-  }
-  auto config = ParseJson(ReadFile(DataPath("qwen3-tokenizer/tokenizer_config.json")), "config");
-  EXPECT_TRUE(config.ok());
+  std::string chat_template;
+};
+const Qwen3Vocab& LoadQwen3Vocab() {
+  static const Qwen3Vocab vocab = [] {
+    Qwen3Vocab v;
+    auto json = ParseJson(ReadFile(DataPath("qwen3-tokenizer/tokenizer.json")), "tokenizer.json");
+    EXPECT_TRUE(json.ok());
+    const Json& model = (*json)["model"];
+    for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+      const size_t id = it.value().get<size_t>();
+      if (v.tokens.size() <= id) v.tokens.resize(id + 1), v.types.resize(id + 1, 1);
+      v.tokens[id] = it.key();
+    }
+    for (const Json& a : (*json)["added_tokens"]) {
+      const size_t id = a["id"].get<size_t>();
+      if (v.tokens.size() <= id) v.tokens.resize(id + 1), v.types.resize(id + 1, 1);
+      v.tokens[id] = a["content"].get<std::string>();
+      v.types[id] = a["special"].get<bool>() ? 3 : 4;
+    }
+    for (const Json& m : model["merges"]) {
+      v.merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+    }
+    auto config = ParseJson(ReadFile(DataPath("qwen3-tokenizer/tokenizer_config.json")), "config");
+    EXPECT_TRUE(config.ok());
+    v.chat_template = (*config)["chat_template"].get<std::string>();
+    return v;
+  }();
+  return vocab;
+}
+
+// `pre` empty: no tokenizer.ggml.pre key at all.
+GgufWriter Qwen3Tokenizer(const std::string& pre) {
+  const Qwen3Vocab& v = LoadQwen3Vocab();
   GgufWriter w;
   w.Str("tokenizer.ggml.model", "gpt2");
-  w.Str("tokenizer.ggml.pre", pre);
-  w.StrArray("tokenizer.ggml.tokens", tokens);
-  w.Array("tokenizer.ggml.token_type", kI32, types);
-  w.StrArray("tokenizer.ggml.merges", merges);
+  if (!pre.empty()) w.Str("tokenizer.ggml.pre", pre);
+  w.StrArray("tokenizer.ggml.tokens", v.tokens);
+  w.Array("tokenizer.ggml.token_type", kI32, v.types);
+  w.StrArray("tokenizer.ggml.merges", v.merges);
   w.U32("tokenizer.ggml.eos_token_id", 151645);
   w.U32("tokenizer.ggml.padding_token_id", 151643);
   w.Bool("tokenizer.ggml.add_bos_token", false);
-  w.Str("tokenizer.chat_template", (*config)["chat_template"].get<std::string>());
+  w.Str("tokenizer.chat_template", v.chat_template);
   return w;
 }
 
@@ -177,12 +201,68 @@ TEST(GgufTokenizer, ByteLevelBpeEncodesTheQwen3Goldens) {
   EXPECT_EQ(*ids, std::vector<int32_t>({151644, 872, 151667}));
 }
 
+// Each family of tokenizer.ggml.pre names (default, gpt-2, falcon, smollm,
+// llama-bpe, tekken) splits the goldens' texts into the words Hugging Face
+// `tokenizers` makes of them with the family's patterns, and over Qwen3's
+// vocabulary encodes them to its ids (tests/data/gguf-pretokenizers/
+// make_golden.py, which also checks that llama.cpp splits the texts alike
+// for the families llama.cpp defines).
+TEST(GgufTokenizer, PreTokenizersEncodeTheirGoldens) {
+  std::map<std::string, std::vector<Golden>> by_pre;
+  for (Golden& g : LoadGolden(DataPath("gguf-pretokenizers/golden.jsonl"))) {
+    by_pre[g.pre].push_back(std::move(g));
+  }
+  EXPECT_EQ(by_pre.size(), 6u);
+  for (const auto& [pre, goldens] : by_pre) {
+    SCOPED_TRACE("tokenizer.ggml.pre '" + pre + "'");
+    auto split = FindGgufPreTokenizer(pre);
+    ASSERT_TRUE(split.ok()) << split.status().ToString();
+    auto splitter = tok::RegexSplitter::Create(split->patterns);
+    ASSERT_TRUE(splitter.ok()) << splitter.status().ToString();
+    Imported m = Import(Qwen3Tokenizer(pre), 151936);
+    ASSERT_TRUE(m.status.ok()) << m.status.ToString();
+    for (const Golden& g : goldens) {
+      std::vector<std::string_view> words;
+      ASSERT_TRUE((*splitter)->Split(g.text, &words).ok());
+      EXPECT_EQ(std::vector<std::string>(words.begin(), words.end()), g.words)
+          << "text '" << g.text << "'";
+      auto ids = m.tokenizer->Encode(g.text);
+      ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+      EXPECT_EQ(*ids, g.ids) << "text '" << g.text << "'";
+    }
+  }
+}
+
+// The names llama.cpp gives one family share its patterns; Llama 3's and
+// Tekken's put a BOS token first unless the file says otherwise.
+TEST(GgufTokenizer, PreTokenizerNamesAndDefaults) {
+  auto patterns = [](const std::string& name) {
+    auto p = FindGgufPreTokenizer(name);
+    EXPECT_TRUE(p.ok()) << name;
+    return p.ok() ? p->patterns : std::vector<std::string>();
+  };
+  EXPECT_EQ(patterns("default").size(), 4u);
+  EXPECT_EQ(patterns(""), patterns("default"));
+  EXPECT_EQ(patterns("starcoder"), patterns("smollm"));
+  EXPECT_EQ(patterns("phi-2"), patterns("gpt-2"));
+  EXPECT_EQ(patterns("llama3"), patterns("llama-bpe"));
+  EXPECT_EQ(patterns("falcon3"), patterns("llama-bpe"));
+  for (const char* name : {"llama-bpe", "tekken"}) {
+    auto p = FindGgufPreTokenizer(name);
+    ASSERT_TRUE(p.ok());
+    EXPECT_TRUE(p->add_bos) << name;
+  }
+  auto gpt2 = FindGgufPreTokenizer("gpt-2");
+  ASSERT_TRUE(gpt2.ok());
+  EXPECT_FALSE(gpt2->add_bos);
+}
+
 TEST(GgufTokenizer, RefusesUnknownPreTokenizersAndModels) {
-  Imported m = Import(Qwen3Tokenizer("default"), 151936);
+  Imported m = Import(Qwen3Tokenizer("deepseek-llm"), 151936);
   ASSERT_FALSE(m.status.ok());
   EXPECT_EQ(m.status.code(), StatusCode::kUnsupported);
-  EXPECT_NE(m.status.message().find("tokenizer.ggml.pre 'default' is not a pre-tokenizer Pocket "
-                                    "implements (gpt2, qwen2,"),
+  EXPECT_NE(m.status.message().find("tokenizer.ggml.pre 'deepseek-llm' is not a pre-tokenizer "
+                                    "Pocket implements (supported: default, gpt2, gpt-2,"),
             std::string::npos)
       << m.status.ToString();
   GgufWriter w;

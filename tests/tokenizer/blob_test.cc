@@ -79,6 +79,27 @@ TEST(BlobTest, ValidationNamesTheProblem) {
   EXPECT_NE(t.status().message().find("regex"), std::string::npos) << t.status().message();
 }
 
+// Several patterns apply in turn, each to every word of the one before and
+// seeing only that word: `c$` ends each "abc", not only the last.
+TEST(BlobTest, RegexSequenceSplitsEachWordOfTheStepBefore) {
+  tok::BpeData d = TinyByteLevel();
+  tok::SetRegexPatterns({"\\S+|\\s+", "c$"}, &d);
+  EXPECT_EQ(tok::RegexPatterns(d), (std::vector<std::string>{"\\S+|\\s+", "c$"}));
+  auto t = Must(Tokenizer::FromBlob(tok::SerializeBpe(d)));
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(EncodeOk(*t, "abc abc"), (std::vector<int32_t>{256, 'c', ' ', 256, 'c'}));
+  auto round = Must(Tokenizer::FromBlob(t->ToBlob()));
+  ASSERT_NE(round, nullptr);
+  EXPECT_EQ(EncodeOk(*round, "abc abc"), (std::vector<int32_t>{256, 'c', ' ', 256, 'c'}));
+
+  tok::SetRegexPatterns({"\\S+"}, &d);
+  EXPECT_EQ(d.flags & tok::kFlagRegexSequence, 0u);
+  d.flags |= tok::kFlagRegexSequence;  // a sequence of one
+  EXPECT_EQ(LoadError(d), StatusCode::kCorruptFile);
+  tok::SetRegexPatterns({"a", ""}, &d);
+  EXPECT_EQ(LoadError(d), StatusCode::kCorruptFile);
+}
+
 TEST(BlobTest, HeaderErrors) {
   const std::string good = tok::SerializeBpe(TinyByteLevel());
   std::string bad = good;
