@@ -85,7 +85,7 @@ TEST_F(SpecialFilesTest, DirectoryAsTokenizerSaysSo) {
   EXPECT_EQ(o.exit_code, 1) << o.out;
   EXPECT_NE(o.out.find("'" + dir_ +
                        "' is a directory; give the path of a SentencePiece .model "
-                       "file (--tokenizer)"),
+                       "file (--tokenizer FILE)"),
             std::string::npos)
       << o.out;
 }

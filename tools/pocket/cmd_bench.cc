@@ -14,36 +14,40 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel_target.h"
-#include "backends/cpu/ops.h"
-#include "backends/cpu/roofline.h"
 #include "grammar/token_mask.h"
+#include "runtime/cpu_kernels.h"
 #include "tools/pocket/commands.h"
-#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
+#include "tools/pocket/option_flags.h"
 #include "util/json_util.h"
 
 namespace pocket::cli {
 
 namespace {
 
-const char kBenchHelp[] =
+const char kBenchUsage[] =
     "usage: pocket bench -m FILE [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
-    "                    [--quant-math int8|f32] [--roofline] [--op-times] [--json]\n\n"
-    "  -p, --n-prompt N      prefill length in tokens (random valid ids; default 512)\n"
-    "  -n, --n-gen N         decoded tokens after the prefill (default 128)\n"
-    "  -r, --repetitions N   measured runs after one warm-up (default 5)\n"
-    "  --roofline            also measure read bandwidth and int8 kernel peak and\n"
-    "                        report decode/prefill as fractions of them (adds -r\n"
-    "                        runs, each right after a read probe it is compared to)\n"
-    "  --op-times            also report where the measured runs' time went, per\n"
-    "                        token and kind of op (each op reads the clock twice)\n"
-    "  --json                print one JSON object (keys in docs/cli.md)\n"
-    "  --json-schema FILE, --grammar FILE, --regex RE\n"
-    "                        also decode under the constraint (greedy, a fresh\n"
-    "                        matcher per run, the grammar restarted when complete),\n"
-    "                        each run paired with an unconstrained one: decode\n"
-    "                        speed with and without, and the mask time per token\n";
+    "                    [--quant-math int8|f32] [--roofline] [--op-times] [--json]\n";
+
+const FlagTable& BenchFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Int("-p|--n-prompt", "N", "512", 1, 1 << 24,
+              "prefill length in tokens (random valid ids)"),
+          Int("-n|--n-gen", "N", "128", 1, 1 << 24, "decoded tokens after the prefill"),
+          Int("-r|--repetitions", "N", "5", 1, 1000, "measured runs after one warm-up"),
+          Switch("--roofline",
+                 "also measure read bandwidth and int8 kernel peak and report decode/prefill "
+                 "as fractions of them (adds -r runs, each right after a read probe it is "
+                 "compared to)"),
+          Switch("--op-times",
+                 "also report where the measured runs' time went, per token and kind of op "
+                 "(each op reads the clock twice)"),
+          Switch("--json", "print one JSON object (keys in docs/cli.md)"),
+      }};
+  return table;
+}
 
 struct Stats {
   double median = 0, min = 0, max = 0;
@@ -180,8 +184,9 @@ void PrintPhase(const char* name, const PhaseTimes& p) {
   }
 }
 
+// The greedy pick: the first of the largest logits.
 int32_t ArgMax(const std::vector<float>& v) {
-  return static_cast<int32_t>(cpu::Argmax(v.data(), v.size()));
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
@@ -249,271 +254,359 @@ bool ConstrainedRun(Session* session, const std::vector<int32_t>& prompt, int64_
   return s.ok();
 }
 
+// The run shape the flags give.
+struct Shape {
+  int64_t n_prompt = 0, n_gen = 0, reps = 0;
+};
+
+// The -r measured runs after a warm-up, and with --op-times where their
+// time went.
+struct Speeds {
+  Stats prefill, decode;               // tok/s
+  PhaseTimes prefill_ops, decode_ops;  // with --op-times
+};
+
+// With a constraint: -r pairs of an unconstrained run and a constrained one.
+struct ConstrainedSpeeds {
+  Stats decode;      // constrained tok/s
+  Stats time_ratio;  // constrained / unconstrained decode time of each pair
+  double mask_median_us = 0, mask_p99_us = 0;
+};
+
+// With --roofline: -r rounds of a read probe and a run, and the int8 peaks.
+struct Roofline {
+  Stats read_gb_s, paired_decode, decode_read_fraction;
+  double peak_gemv = 0, peak_gemm = 0;
+};
+
+// Memory and CPU time the runs took.
+struct Footprint {
+  double kv_mib = 0;        // KV cache at the end of the measured runs
+  double peak_rss = 0;      // over loading and the measured runs
+  double rss_increase = 0;  // peak_rss over the resident set before loading
+  double cpu_s_per_inference = -1;
+  double std_peak_rss = -1;  // including the standard inference
+};
+
+// Everything the report prints.
+struct BenchReport {
+  std::string model_path;
+  Shape shape;
+  const LoadedModel* loaded = nullptr;
+  Speeds speeds;
+  const ConstrainedSpeeds* constrained = nullptr;
+  Footprint footprint;
+  const Roofline* roofline = nullptr;
+  CpuKernelChoice kernels;
+  bool op_times = false;
+  // Decode reads every weight once per token (the tied output projection
+  // reads the whole table), so weight_gb x tok/s is the traffic it sustains.
+  double weight_gb = 0;
+  double decode_gb_s = 0, decode_gmac_s = 0, prefill_gmac_s = 0;
+};
+
+// Random valid token ids; the fixed seed gives every run and every
+// invocation the same ones.
+std::vector<int32_t> RandomIds(std::mt19937* rng, int32_t vocab, int64_t n) {
+  std::uniform_int_distribution<int32_t> pick(0, vocab - 1);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int32_t& id : ids) id = pick(*rng);
+  return ids;
+}
+
+// The warm-up, then the measured runs.
+bool MeasureSpeeds(Session* session, const std::vector<int32_t>& prompt, const Shape& shape,
+                   bool op_times, Speeds* out) {
+  std::vector<double> prefill_rates, decode_rates;
+  for (int64_t run = 0; run <= shape.reps; ++run) {
+    const bool timed = op_times && run > 0;  // not the warm-up
+    double prefill_s = 0, decode_s = 0;
+    if (!TimedRun(session, prompt, shape.n_gen, &prefill_s, &decode_s,
+                  timed ? &out->prefill_ops.ops : nullptr,
+                  timed ? &out->decode_ops.ops : nullptr)) {
+      return false;
+    }
+    if (run == 0) continue;  // warm-up
+    prefill_rates.push_back(shape.n_prompt / prefill_s);
+    decode_rates.push_back(shape.n_gen / decode_s);
+    if (timed) {
+      out->prefill_ops.seconds += prefill_s;
+      out->prefill_ops.tokens += shape.n_prompt;
+      out->decode_ops.seconds += decode_s;
+      out->decode_ops.tokens += shape.n_gen;
+    }
+  }
+  const Plan& plan = session->model().plan();
+  out->prefill_ops.linears = LinearTimesByOutput(plan, out->prefill_ops.ops);
+  out->decode_ops.linears = LinearTimesByOutput(plan, out->decode_ops.ops);
+  out->prefill = Summarize(prefill_rates);
+  out->decode = Summarize(decode_rates);
+  return true;
+}
+
+// Each constrained run right after an unconstrained one, so both see the
+// same machine state; the slowdown is the median of the pairs' ratios.
+bool MeasureConstrained(Session* session, const std::vector<int32_t>& prompt, const Shape& shape,
+                        const std::shared_ptr<const grammar::Grammar>& g, ConstrainedSpeeds* out) {
+  std::vector<double> rates, ratios, mask_us;
+  for (int64_t run = 0; run < shape.reps; ++run) {
+    double prefill_s = 0, free_s = 0, constrained_s = 0;
+    if (!TimedRun(session, prompt, shape.n_gen, &prefill_s, &free_s) ||
+        !ConstrainedRun(session, prompt, shape.n_gen, g, &constrained_s, &mask_us)) {
+      return false;
+    }
+    rates.push_back(shape.n_gen / constrained_s);
+    ratios.push_back(constrained_s / free_s);
+  }
+  out->decode = Summarize(rates);
+  out->time_ratio = Summarize(ratios);
+  std::sort(mask_us.begin(), mask_us.end());
+  out->mask_median_us = mask_us[mask_us.size() / 2];
+  out->mask_p99_us = mask_us[mask_us.size() * 99 / 100];
+  return true;
+}
+
+// The CPU seconds of the standard inference of the published energy
+// figures (1024 random prompt tokens, then 128 greedy tokens, from an empty
+// cache) where the context allows it, else -1.
+bool MeasureStandardInference(Session* session, std::mt19937* rng, double* cpu_s) {
+  constexpr int64_t kStdIn = 1024, kStdOut = 128;
+  const ModelConfig& config = session->model().config();
+  *cpu_s = -1.0;
+  if (config.context < kStdIn + kStdOut) return true;
+  const std::vector<int32_t> prompt = RandomIds(rng, config.vocab, kStdIn);
+  const double cpu0 = CpuSeconds();
+  double prefill_s = 0, decode_s = 0;
+  if (!TimedRun(session, prompt, kStdOut, &prefill_s, &decode_s)) return false;
+  *cpu_s = CpuSeconds() - cpu0;
+  return true;
+}
+
+// A shared host's read rate drifts by 2x within a minute, so each decode
+// run is paired with a probe taken just before it rather than with one
+// probe at another time: -r rounds of probe then run. Runs after the
+// peak-RSS readings: the probe's 256 MiB buffer is not the model's.
+bool MeasureRoofline(Session* session, const std::vector<int32_t>& prompt, const Shape& shape,
+                     double weight_gb, Roofline* out) {
+  const Model& model = session->model();
+  std::vector<double> reads, rates, fractions;
+  for (int64_t run = 0; run < shape.reps; ++run) {
+    const double read = MeasureReadBandwidth(model, size_t{256} << 20, 5) / 1e9;
+    double prefill_s = 0, decode_s = 0;
+    if (!TimedRun(session, prompt, shape.n_gen, &prefill_s, &decode_s)) return false;
+    reads.push_back(read);
+    rates.push_back(shape.n_gen / decode_s);
+    fractions.push_back(read > 0 ? weight_gb * rates.back() / read : 0.0);
+  }
+  out->read_gb_s = Summarize(reads);
+  out->paired_decode = Summarize(rates);
+  out->decode_read_fraction = Summarize(fractions);
+  out->peak_gemv = MeasureInt8Peak(model, 1, 5) / 1e9;
+  out->peak_gemm = MeasureInt8Peak(model, 64, 5) / 1e9;
+  return true;
+}
+
+double Fraction(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+Json RooflineJson(const BenchReport& r) {
+  const Roofline& f = *r.roofline;
+  return Json{{"read_gb_s", f.read_gb_s.median},
+              {"int8_gemv_peak_gmac_s", f.peak_gemv},
+              {"int8_gemm_peak_gmac_s", f.peak_gemm},
+              {"decode_bandwidth_fraction", f.decode_read_fraction.median},
+              {"decode_compute_fraction", Fraction(r.decode_gmac_s, f.peak_gemv)},
+              {"prefill_compute_fraction", Fraction(r.prefill_gmac_s, f.peak_gemm)},
+              {"read_gb_s_stats", StatsJson(f.read_gb_s)},
+              {"paired_decode_tok_s", StatsJson(f.paired_decode)},
+              {"decode_bandwidth_fraction_stats", StatsJson(f.decode_read_fraction)}};
+}
+
+// The --json object (keys in docs/cli.md).
+Json ReportJson(const BenchReport& r) {
+  const Model& model = *r.loaded->model;
+  const char* matrix_ext = r.kernels.prefill_matrix_ext;
+  Json out = Json::object();
+  out["model"] = r.model_path;
+  out["threads"] = model.threads();
+  out["n_prompt"] = r.shape.n_prompt;
+  out["n_gen"] = r.shape.n_gen;
+  out["repetitions"] = r.shape.reps;
+  out["kv_type"] = KvTypeName(r.loaded->session.kv_type);
+  out["huge_pages"] = model.weights_in_huge_pages();
+  out["load_ms"] = r.loaded->load_ms;
+  out["prefill_tok_s"] = StatsJson(r.speeds.prefill);
+  out["decode_tok_s"] = StatsJson(r.speeds.decode);
+  if (r.constrained != nullptr) {
+    out["constrained_decode_tok_s"] = StatsJson(r.constrained->decode);
+    out["constrained_time_ratio"] = StatsJson(r.constrained->time_ratio);
+    out["mask_us"] =
+        Json{{"median", r.constrained->mask_median_us}, {"p99", r.constrained->mask_p99_us}};
+  }
+  out["kv_cache_mib"] = r.footprint.kv_mib;
+  out["peak_rss_mib"] = r.footprint.peak_rss;
+  out["quant_math"] = model.quant_math() == QuantMath::kF32 ? "f32" : "int8";
+  out["attention_math"] = r.kernels.attention_math;
+  out["prefill_i8mm"] = matrix_ext != nullptr && std::string(matrix_ext) == "I8MM";
+  out["prefill_matrix_ext"] = matrix_ext ? Json(matrix_ext) : Json();
+  out["attention_matrix_ext"] =
+      r.kernels.attention_matrix_ext ? Json(r.kernels.attention_matrix_ext) : Json();
+  out["cpu_target"] = CpuKernelTarget();
+  out["rss_increase_mib"] = r.footprint.rss_increase;
+  out["cpu_s_per_inference"] = r.footprint.cpu_s_per_inference;
+  out["std_inference_peak_rss_mib"] = r.footprint.std_peak_rss;
+  out["weight_mb"] = r.weight_gb * 1e3;
+  out["decode_weight_gb_s"] = r.decode_gb_s;
+  out["decode_gmac_s"] = r.decode_gmac_s;
+  out["prefill_gmac_s"] = r.prefill_gmac_s;
+  if (r.roofline != nullptr) out["roofline"] = RooflineJson(r);
+  if (r.op_times) {
+    out["op_times"] = Json{{"prefill", PhaseJson(r.speeds.prefill_ops)},
+                           {"decode", PhaseJson(r.speeds.decode_ops)}};
+  }
+  return out;
+}
+
+void PrintRoofline(const BenchReport& r) {
+  const Roofline& f = *r.roofline;
+  const long long reps = static_cast<long long>(r.shape.reps);
+  std::printf("roofline   read %.2f GB/s median (min %.2f, max %.2f) over %lld probes\n",
+              f.read_gb_s.median, f.read_gb_s.min, f.read_gb_s.max, reps);
+  std::printf("           int8 kernel peak %.1f GMAC/s (GEMV), %.1f (GEMM)\n", f.peak_gemv,
+              f.peak_gemm);
+  std::printf(
+      "           decode %.0f%% of read bandwidth (median of %lld runs, each against the "
+      "probe before it; min %.0f%%, max %.0f%%; %.1f tok/s)\n",
+      100 * f.decode_read_fraction.median, reps, 100 * f.decode_read_fraction.min,
+      100 * f.decode_read_fraction.max, f.paired_decode.median);
+  std::printf("           decode %.0f%% of GEMV peak; prefill %.0f%% of GEMM peak\n",
+              100 * Fraction(r.decode_gmac_s, f.peak_gemv),
+              100 * Fraction(r.prefill_gmac_s, f.peak_gemm));
+}
+
+// The text report.
+void PrintReport(const BenchReport& r) {
+  const Model& model = *r.loaded->model;
+  const Speeds& s = r.speeds;
+  const char* matrix_ext = r.kernels.prefill_matrix_ext;
+  std::printf("model      %s (%d threads, kv %s%s)\n", r.model_path.c_str(), model.threads(),
+              KvTypeName(r.loaded->session.kv_type),
+              model.weights_in_huge_pages() ? ", weights in huge pages" : "");
+  std::printf("load       %.1f ms\n", r.loaded->load_ms);
+  std::printf("prefill    %lld tokens: %.1f tok/s median (min %.1f, max %.1f) over %lld runs\n",
+              static_cast<long long>(r.shape.n_prompt), s.prefill.median, s.prefill.min,
+              s.prefill.max, static_cast<long long>(r.shape.reps));
+  std::printf("decode     %lld tokens: %.1f tok/s median (min %.1f, max %.1f)\n",
+              static_cast<long long>(r.shape.n_gen), s.decode.median, s.decode.min, s.decode.max);
+  if (r.constrained != nullptr) {
+    const ConstrainedSpeeds& c = *r.constrained;
+    std::printf(
+        "grammar    decode %.1f tok/s median (min %.1f, max %.1f); %.3fx the time of the "
+        "paired free runs (median); mask %.1f us per token median, %.1f us p99\n",
+        c.decode.median, c.decode.min, c.decode.max, c.time_ratio.median, c.mask_median_us,
+        c.mask_p99_us);
+  }
+  std::printf("kv cache   %.2f MiB\n", r.footprint.kv_mib);
+  std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", r.footprint.peak_rss,
+              r.footprint.rss_increase);
+  const bool i8mm = matrix_ext != nullptr && std::string(matrix_ext) == "I8MM";
+  std::printf(
+      "math       %s activations for q4/q8 weights%s, %s attention products%s, %s kernels\n",
+      model.quant_math() == QuantMath::kF32 ? "f32" : "int8",
+      i8mm         ? " (prompts by I8MM's SMMLA)"
+      : matrix_ext ? " (prompts by AMX tiles)"
+                   : "",
+      r.kernels.attention_math, r.kernels.attention_matrix_ext ? " (by AMX tiles)" : "",
+      CpuKernelTarget());
+  std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", r.decode_gb_s,
+              r.weight_gb * 1e3, r.decode_gmac_s);
+  std::printf("prefill    %.1f GMAC/s\n", r.prefill_gmac_s);
+  if (r.op_times) {
+    PrintPhase("prefill", s.prefill_ops);
+    PrintPhase("decode", s.decode_ops);
+  }
+  if (r.footprint.cpu_s_per_inference >= 0) {
+    std::printf("cpu time   %.2f s per standard inference (1024 in, 128 out; user + sys)\n",
+                r.footprint.cpu_s_per_inference);
+    std::printf("peak RSS   %.1f MiB including the standard inference\n", r.footprint.std_peak_rss);
+  }
+  if (r.roofline != nullptr) PrintRoofline(r);
+}
+
+// Measures everything the flags ask for into *r (the constraint's and the
+// roofline's results into the given structs).
+int Measure(const Args& args, const GenerateOptions& constraint, double rss_before_load,
+            BenchReport* r, ConstrainedSpeeds* constrained, Roofline* roofline) {
+  const Model& model = *r->loaded->model;
+  const ModelConfig& config = model.config();
+  std::mt19937 rng(1234);
+  const std::vector<int32_t> prompt = RandomIds(&rng, config.vocab, r->shape.n_prompt);
+  Session session(&model, r->loaded->session);
+  if (!MeasureSpeeds(&session, prompt, r->shape, r->op_times, &r->speeds)) return kExitError;
+  if (constraint.grammar != nullptr) {
+    if (!MeasureConstrained(&session, prompt, r->shape, constraint.grammar, constrained)) {
+      return kExitError;
+    }
+    r->constrained = constrained;
+  }
+  Footprint& f = r->footprint;
+  f.kv_mib = session.memory().kv / (1024.0 * 1024.0);  // before the next run
+  // The -p/-n workload's peak, before the longer standard inference grows
+  // the KV cache past it (that one is reported on its own).
+  f.peak_rss = PeakRssMib();
+  f.rss_increase = f.peak_rss - rss_before_load;
+  if (!MeasureStandardInference(&session, &rng, &f.cpu_s_per_inference)) return kExitError;
+  f.std_peak_rss = f.cpu_s_per_inference >= 0 ? PeakRssMib() : -1.0;
+  r->weight_gb = model.weight_bytes() / 1e9;
+  r->decode_gb_s = r->weight_gb * r->speeds.decode.median;
+  r->decode_gmac_s = LinearMacsPerToken(config, true) * r->speeds.decode.median / 1e9;
+  r->prefill_gmac_s = LinearMacsPerToken(config, false) * r->speeds.prefill.median / 1e9;
+  if (args.Has("--roofline")) {
+    if (!MeasureRoofline(&session, prompt, r->shape, r->weight_gb, roofline)) return kExitError;
+    r->roofline = roofline;
+  }
+  r->kernels = CpuKernelsFor(model, r->loaded->session);
+  return kExitOk;
+}
+
 }  // namespace
 
 int CmdBench(int argc, char** argv) {
-  std::vector<std::string> values = ModelValueFlags();
-  values.push_back("-p|--n-prompt");
-  values.push_back("-n|--n-gen");
-  values.push_back("-r|--repetitions");
-  for (const char* flag : {"--json-schema", "--grammar", "--regex"}) values.push_back(flag);
-  Args args(values, WithModelBoolFlags({"-h|--help", "--json", "--roofline", "--op-times"}));
+  Args args({&BenchFlags(), &ModelFlags(), &ConstraintFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchHelp);
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::printf("%s%s", kBenchHelp, kModelFlagsHelp);
+    std::printf("%s%s", kBenchUsage, args.Help().c_str());
     return kExitOk;
   }
-  int64_t n_prompt = 512, n_gen = 128, reps = 5;
-  if (!args.GetInt("-p", &n_prompt) || !args.GetInt("-n", &n_gen) || !args.GetInt("-r", &reps)) {
-    std::fprintf(stderr, "error: %s\n", args.error().c_str());
-    return kExitUsage;
-  }
-  if (n_prompt < 1 || n_gen < 1 || reps < 1 || n_prompt > (1 << 24) || n_gen > (1 << 24) ||
-      reps > 1000) {
-    std::fprintf(stderr, "error: -p and -n must be >= 1 and -r in [1, 1000]\n");
-    return kExitUsage;
-  }
   GenerateOptions constraint;
-  if (int grammar_rc = GrammarFromArgs(args, &constraint); grammar_rc != kExitOk) {
-    return grammar_rc;
-  }
-  const std::string math = args.Get("--quant-math", "int8");
+  if (const int rc = GrammarFromArgs(args, &constraint); rc != kExitOk) return rc;
+  BenchReport report;
+  report.shape = {args.Int("-p"), args.Int("-n"), args.Int("-r")};
   const double rss_before_load = CurrentRssMib();
   LoadedModel loaded;
-  int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
-  if (rc != kExitOk) return rc;
-  const Model& model = *loaded.model;
-  const ModelConfig& config = model.config();
-  if (n_prompt + n_gen > config.context) {
+  if (const int rc = LoadModelFromArgs(args, std::nullopt, &loaded); rc != kExitOk) return rc;
+  const int context = loaded.model->config().context;
+  if (report.shape.n_prompt + report.shape.n_gen > context) {
     std::fprintf(stderr, "error: -p %lld + -n %lld exceeds the model's context of %d tokens\n",
-                 static_cast<long long>(n_prompt), static_cast<long long>(n_gen), config.context);
+                 static_cast<long long>(report.shape.n_prompt),
+                 static_cast<long long>(report.shape.n_gen), context);
     return kExitError;
   }
-
-  // Fixed seed: every run and every invocation prefills the same ids.
-  std::mt19937 rng(1234);
-  std::uniform_int_distribution<int32_t> pick(0, config.vocab - 1);
-  std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
-  for (int32_t& id : prompt) id = pick(rng);
-
-  Session session(&model, loaded.session);
-  double prefill_s = 0, decode_s = 0;  // of the latest TimedRun
-  std::vector<double> prefill_rates, decode_rates;
-  const bool op_times = args.Has("--op-times");
-  PhaseTimes prefill_ops, decode_ops;  // of the measured runs, with --op-times
-  for (int64_t run = 0; run <= reps; ++run) {
-    const bool timed = op_times && run > 0;  // not the warm-up
-    if (!TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s,
-                  timed ? &prefill_ops.ops : nullptr, timed ? &decode_ops.ops : nullptr)) {
-      return kExitError;
-    }
-    if (run == 0) continue;  // warm-up
-    prefill_rates.push_back(n_prompt / prefill_s);
-    decode_rates.push_back(n_gen / decode_s);
-    if (timed) {
-      prefill_ops.seconds += prefill_s;
-      prefill_ops.tokens += n_prompt;
-      decode_ops.seconds += decode_s;
-      decode_ops.tokens += n_gen;
-    }
+  report.model_path = args.Get("-m");
+  report.loaded = &loaded;
+  report.op_times = args.Has("--op-times");
+  ConstrainedSpeeds constrained;
+  Roofline roofline;
+  if (const int rc = Measure(args, constraint, rss_before_load, &report, &constrained, &roofline);
+      rc != kExitOk) {
+    return rc;
   }
-  prefill_ops.linears = LinearTimesByOutput(model.plan(), prefill_ops.ops);
-  decode_ops.linears = LinearTimesByOutput(model.plan(), decode_ops.ops);
-  const Stats prefill = Summarize(prefill_rates);
-  const Stats decode = Summarize(decode_rates);
-  // With a constraint: each constrained run right after an unconstrained
-  // one, so both see the same machine state; the slowdown is the median of
-  // the pairs' ratios.
-  Stats constrained, slowdown;
-  double mask_median_us = 0, mask_p99_us = 0;
-  if (constraint.grammar != nullptr) {
-    std::vector<double> rates, ratios, mask_us;
-    for (int64_t run = 0; run < reps; ++run) {
-      double free_s = 0, constrained_s = 0;
-      if (!TimedRun(&session, prompt, n_gen, &prefill_s, &free_s) ||
-          !ConstrainedRun(&session, prompt, n_gen, constraint.grammar, &constrained_s, &mask_us)) {
-        return kExitError;
-      }
-      rates.push_back(n_gen / constrained_s);
-      ratios.push_back(constrained_s / free_s);
-    }
-    constrained = Summarize(rates);
-    slowdown = Summarize(ratios);
-    std::sort(mask_us.begin(), mask_us.end());
-    mask_median_us = mask_us[mask_us.size() / 2];
-    mask_p99_us = mask_us[mask_us.size() * 99 / 100];
-  }
-  const double kv_mib = session.memory().kv / (1024.0 * 1024.0);  // before the next run
-  // The -p/-n workload's peak, before the longer standard inference below
-  // grows the KV cache past it (that one is reported on its own).
-  const double rss = PeakRssMib();
-  const double rss_increase = rss - rss_before_load;
-
-  // One standard inference (1024 in, 128 out) where the context allows it.
-  constexpr int64_t kStdIn = 1024, kStdOut = 128;
-  double cpu_s_per_inference = -1.0;
-  if (config.context >= kStdIn + kStdOut) {
-    std::vector<int32_t> std_prompt(kStdIn);
-    for (int32_t& id : std_prompt) id = pick(rng);
-    const double cpu0 = CpuSeconds();
-    // The standard inference of the published energy figures: 1024 prompt
-    // tokens, then 128 greedy tokens, from an empty cache.
-    if (!TimedRun(&session, std_prompt, kStdOut, &prefill_s, &decode_s)) return kExitError;
-    cpu_s_per_inference = CpuSeconds() - cpu0;
-  }
-  const double std_rss = cpu_s_per_inference >= 0 ? PeakRssMib() : -1.0;
-
-  // Decode reads every weight once per token (the tied output projection
-  // reads the whole table), so this is the weight traffic it sustains.
-  const double weight_gb = model.weight_bytes() / 1e9;
-  const double decode_gb_s = weight_gb * decode.median;
-  const double decode_gmac_s = LinearMacsPerToken(config, true) * decode.median / 1e9;
-  const double prefill_gmac_s = LinearMacsPerToken(config, false) * prefill.median / 1e9;
-  Stats read_gb_s, paired_decode, decode_read_fraction;
-  double peak_gemv = 0.0, peak_gemm = 0.0;
-  if (args.Has("--roofline")) {
-    // After the peak-RSS readings: the probe's 256 MiB buffer is not the
-    // model's. A shared host's read rate drifts by 2x within a minute, so
-    // each decode run is paired with a probe taken just before it rather
-    // than with one probe at another time: -r rounds of probe then run.
-    std::vector<double> reads, rates, fractions;
-    for (int64_t run = 0; run < reps; ++run) {
-      const double read = cpu::MeasureReadBandwidth(model.pool(), size_t{256} << 20, 5) / 1e9;
-      if (!TimedRun(&session, prompt, n_gen, &prefill_s, &decode_s)) return kExitError;
-      reads.push_back(read);
-      rates.push_back(n_gen / decode_s);
-      fractions.push_back(read > 0 ? weight_gb * rates.back() / read : 0.0);
-    }
-    read_gb_s = Summarize(reads);
-    paired_decode = Summarize(rates);
-    decode_read_fraction = Summarize(fractions);
-    peak_gemv = cpu::MeasureInt8Peak(model.pool(), 1, 5) / 1e9;
-    peak_gemm = cpu::MeasureInt8Peak(model.pool(), 64, 5) / 1e9;
-  }
-  const auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
-  // What the CPU attention multiplies with for this session's cache.
-  cpu::KvView cache;
-  cache.type = loaded.session.kv_type;
-  cache.page_tokens = loaded.session.kv_page_tokens;
-  const cpu::AttentionMath products = cpu::AttentionMathFor(
-      cache, static_cast<size_t>(model.config().head_dim), model.attention_math());
-  const char* attention = products == cpu::AttentionMath::kBf16   ? "bf16"
-                          : products == cpu::AttentionMath::kInt8 ? "int8"
-                                                                  : "f32";
-  // The matrix unit that multiplied the prompts' q4/q8 Linears, if any
-  // (kernel_target.h: Arm's SMMLA or x86's AMX).
-  const char* matrix_ext =
-      math == "int8" && cpu::MatrixExtensionChosen() ? cpu::MatrixExtensionName() : nullptr;
-  const bool prefill_i8mm = matrix_ext != nullptr && std::string(matrix_ext) == "I8MM";
-  // And the one that multiplied attention's products (x86's AMX-BF16).
-  cache.head_dim = static_cast<size_t>(model.config().head_dim);
-  const char* attention_ext =
-      cpu::AttentionByMatrixExtension(cache, cache.head_dim, model.attention_math())
-          ? cpu::MatrixExtensionName()
-          : nullptr;
   if (args.Has("--json")) {
-    Json out = Json::object();
-    out["model"] = args.Get("-m");
-    out["threads"] = model.threads();
-    out["n_prompt"] = n_prompt;
-    out["n_gen"] = n_gen;
-    out["repetitions"] = reps;
-    out["kv_type"] = KvTypeName(loaded.session.kv_type);
-    out["huge_pages"] = model.weights_in_huge_pages();
-    out["load_ms"] = loaded.load_ms;
-    out["prefill_tok_s"] = StatsJson(prefill);
-    out["decode_tok_s"] = StatsJson(decode);
-    if (constraint.grammar != nullptr) {
-      out["constrained_decode_tok_s"] = StatsJson(constrained);
-      out["constrained_time_ratio"] = StatsJson(slowdown);
-      out["mask_us"] = Json{{"median", mask_median_us}, {"p99", mask_p99_us}};
-    }
-    out["kv_cache_mib"] = kv_mib;
-    out["peak_rss_mib"] = rss;
-    out["quant_math"] = math;
-    out["attention_math"] = attention;
-    out["prefill_i8mm"] = prefill_i8mm;
-    out["prefill_matrix_ext"] = matrix_ext ? Json(matrix_ext) : Json();
-    out["attention_matrix_ext"] = attention_ext ? Json(attention_ext) : Json();
-    out["cpu_target"] = cpu::KernelTargetName();
-    out["rss_increase_mib"] = rss_increase;
-    out["cpu_s_per_inference"] = cpu_s_per_inference;
-    out["std_inference_peak_rss_mib"] = std_rss;
-    out["weight_mb"] = weight_gb * 1e3;
-    out["decode_weight_gb_s"] = decode_gb_s;
-    out["decode_gmac_s"] = decode_gmac_s;
-    out["prefill_gmac_s"] = prefill_gmac_s;
-    if (args.Has("--roofline")) {
-      out["roofline"] = Json{{"read_gb_s", read_gb_s.median},
-                             {"int8_gemv_peak_gmac_s", peak_gemv},
-                             {"int8_gemm_peak_gmac_s", peak_gemm},
-                             {"decode_bandwidth_fraction", decode_read_fraction.median},
-                             {"decode_compute_fraction", fraction(decode_gmac_s, peak_gemv)},
-                             {"prefill_compute_fraction", fraction(prefill_gmac_s, peak_gemm)},
-                             {"read_gb_s_stats", StatsJson(read_gb_s)},
-                             {"paired_decode_tok_s", StatsJson(paired_decode)},
-                             {"decode_bandwidth_fraction_stats", StatsJson(decode_read_fraction)}};
-    }
-    if (op_times) {
-      out["op_times"] =
-          Json{{"prefill", PhaseJson(prefill_ops)}, {"decode", PhaseJson(decode_ops)}};
-    }
-    std::printf("%s\n", DumpJson(out).c_str());
+    std::printf("%s\n", DumpJson(ReportJson(report)).c_str());
   } else {
-    std::printf("model      %s (%d threads, kv %s%s)\n", args.Get("-m").c_str(), model.threads(),
-                KvTypeName(loaded.session.kv_type),
-                model.weights_in_huge_pages() ? ", weights in huge pages" : "");
-    std::printf("load       %.1f ms\n", loaded.load_ms);
-    std::printf("prefill    %lld tokens: %.1f tok/s median (min %.1f, max %.1f) over %lld runs\n",
-                static_cast<long long>(n_prompt), prefill.median, prefill.min, prefill.max,
-                static_cast<long long>(reps));
-    std::printf("decode     %lld tokens: %.1f tok/s median (min %.1f, max %.1f)\n",
-                static_cast<long long>(n_gen), decode.median, decode.min, decode.max);
-    if (constraint.grammar != nullptr) {
-      std::printf(
-          "grammar    decode %.1f tok/s median (min %.1f, max %.1f); %.3fx the time of the "
-          "paired free runs (median); mask %.1f us per token median, %.1f us p99\n",
-          constrained.median, constrained.min, constrained.max, slowdown.median, mask_median_us,
-          mask_p99_us);
-    }
-    std::printf("kv cache   %.2f MiB\n", kv_mib);
-    std::printf("peak RSS   %.1f MiB (+%.1f MiB over the pre-load baseline)\n", rss, rss_increase);
-    std::printf(
-        "math       %s activations for q4/q8 weights%s, %s attention products%s, %s kernels\n",
-        math.c_str(),
-        prefill_i8mm ? " (prompts by I8MM's SMMLA)"
-        : matrix_ext ? " (prompts by AMX tiles)"
-                     : "",
-        attention, attention_ext ? " (by AMX tiles)" : "", cpu::KernelTargetName());
-    std::printf("decode     %.2f GB/s of weights (%.1f MB per token), %.1f GMAC/s\n", decode_gb_s,
-                weight_gb * 1e3, decode_gmac_s);
-    std::printf("prefill    %.1f GMAC/s\n", prefill_gmac_s);
-    if (op_times) {
-      PrintPhase("prefill", prefill_ops);
-      PrintPhase("decode", decode_ops);
-    }
-    if (cpu_s_per_inference >= 0) {
-      std::printf("cpu time   %.2f s per standard inference (1024 in, 128 out; user + sys)\n",
-                  cpu_s_per_inference);
-      std::printf("peak RSS   %.1f MiB including the standard inference\n", std_rss);
-    }
-    if (args.Has("--roofline")) {
-      std::printf("roofline   read %.2f GB/s median (min %.2f, max %.2f) over %lld probes\n",
-                  read_gb_s.median, read_gb_s.min, read_gb_s.max, static_cast<long long>(reps));
-      std::printf("           int8 kernel peak %.1f GMAC/s (GEMV), %.1f (GEMM)\n", peak_gemv,
-                  peak_gemm);
-      std::printf(
-          "           decode %.0f%% of read bandwidth (median of %lld runs, each against the "
-          "probe before it; min %.0f%%, max %.0f%%; %.1f tok/s)\n",
-          100 * decode_read_fraction.median, static_cast<long long>(reps),
-          100 * decode_read_fraction.min, 100 * decode_read_fraction.max, paired_decode.median);
-      std::printf("           decode %.0f%% of GEMV peak; prefill %.0f%% of GEMM peak\n",
-                  100 * fraction(decode_gmac_s, peak_gemv),
-                  100 * fraction(prefill_gmac_s, peak_gemm));
-    }
+    PrintReport(report);
   }
   return kExitOk;
 }

@@ -8,33 +8,39 @@
 #include <string>
 
 #include "tools/pocket/commands.h"
-#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
+#include "tools/pocket/option_flags.h"
 
 namespace pocket::cli {
 
 namespace {
 
-const char kChatHelp[] =
+const char kChatUsage[] =
     "usage: pocket chat -m FILE [--system TEXT] [--think|--no-think] [options]\n\n"
     "Reads one user message per line from stdin and streams each reply to stdout.\n"
-    "Commands: /reset starts a new conversation, /quit (or end of input) exits.\n\n"
-    "  --system TEXT         system message at the start of each conversation\n"
-    "  --think, --no-think   Qwen3: let the model think (default) or not\n";
+    "Commands: /reset starts a new conversation, /quit (or end of input) exits.\n";
+
+const FlagTable& ChatFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Text("--system", "TEXT", "system message at the start of each conversation"),
+          Switch("--think", "Qwen3: let the model think (the default)"),
+          Switch("--no-think", "Qwen3: render the empty think block"),
+      }};
+  return table;
+}
 
 }  // namespace
 
 int CmdChat(int argc, char** argv) {
-  std::vector<std::string> values = ModelValueFlags();
-  for (const std::string& f : SamplingValueFlags()) values.push_back(f);
-  values.push_back("--system");
-  Args args(values, WithModelBoolFlags({"-h|--help", "--think", "--no-think", "--ignore-eos"}));
+  Args args({&ChatFlags(), &ModelFlags(), &SamplingFlags(), &ConstraintFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kChatHelp);
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kChatUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::printf("%s%s%s", kChatHelp, kModelFlagsHelp, kSamplingFlagsHelp);
+    std::printf("%s%s", kChatUsage, args.Help().c_str());
     return kExitOk;
   }
   if (args.Has("--think") && args.Has("--no-think")) {
@@ -49,7 +55,7 @@ int CmdChat(int argc, char** argv) {
   int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
   if (rc != kExitOk) return rc;
   GenerateOptions options;
-  rc = GenerateOptionsFromArgs(args, argc, argv, loaded.model->config(), &options);
+  rc = GenerateOptionsFromArgs(args, loaded.model->config(), &options);
   if (rc != kExitOk) return rc;
 
   const bool interactive = isatty(STDIN_FILENO);

@@ -13,16 +13,15 @@
 namespace pocket::cli {
 namespace {
 
-void PrintUsage(FILE* f) {
-  std::fprintf(f,
-               "usage: pocket detokenize (-m FILE | --tokenizer-json FILE | --spm-model FILE)\n"
-               "                         --ids 1,2,3\n"
-               "\n"
-               "Prints the text of comma-separated token ids.\n"
-               "\n"
-               "%s"
-               "  --ids LIST             comma-separated token ids\n",
-               kTokenizerSourceHelp);
+const char kDetokenizeUsage[] =
+    "usage: pocket detokenize (-m FILE | --tokenizer-json FILE | --spm-model FILE)\n"
+    "                         --ids 1,2,3\n"
+    "\n"
+    "Prints the text of comma-separated token ids.\n";
+
+const FlagTable& DetokenizeFlags() {
+  static const FlagTable table{"options", {Text("--ids", "LIST", "comma-separated token ids")}};
+  return table;
 }
 
 // Parses "1,2,3"; on failure names the bad entry in *error.
@@ -48,23 +47,20 @@ bool ParseIds(const std::string& list, std::vector<int64_t>* ids, std::string* e
 }  // namespace
 
 int CmdDetokenize(int argc, char** argv) {
-  std::vector<std::string> value_flags = TokenizerSourceFlags();
-  value_flags.push_back("--ids");
-  Args args(value_flags, {"-h|--help"});
+  Args args({&DetokenizeFlags(), &TokenizerSourceFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "pocket detokenize: %s\n\n", args.error().c_str());
-    PrintUsage(stderr);
+    std::fprintf(stderr, "pocket detokenize: %s\n\n%s", args.error().c_str(), kDetokenizeUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    PrintUsage(stdout);
+    std::printf("%s%s", kDetokenizeUsage, args.Help().c_str());
     return kExitOk;
   }
   std::vector<int64_t> raw;
   std::string error;
   if (!args.Has("--ids") || !args.positional().empty()) {
-    std::fprintf(stderr, "pocket detokenize: --ids LIST is required (and nothing else)\n\n");
-    PrintUsage(stderr);
+    std::fprintf(stderr, "pocket detokenize: --ids LIST is required (and nothing else)\n\n%s",
+                 kDetokenizeUsage);
     return kExitUsage;
   }
   if (!ParseIds(args.Get("--ids"), &raw, &error)) {

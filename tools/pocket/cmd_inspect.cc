@@ -21,17 +21,24 @@ namespace {
 
 constexpr int kSpecialTokensShown = 8;
 
-const char* kUsage =
+const char kInspectUsage[] =
     "usage: pocket inspect FILE [--json]\n"
     "       pocket inspect --devices\n"
     "\n"
     "Shows a .pocket file's header, sections, config, tokenizer, tensor table,\n"
     "parameter count and bits per weight; a GGUF file's metadata and tensors\n"
     "per type; or the compute devices this build can use (CPU kernel target,\n"
-    "OpenCL platforms and devices).\n"
-    "\n"
-    "  --json      print one JSON object instead of text\n"
-    "  --devices   list compute devices instead of reading a file\n";
+    "OpenCL platforms and devices).\n";
+
+const FlagTable& InspectFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Switch("--json", "print one JSON object instead of text"),
+          Switch("--devices", "list compute devices instead of reading a file"),
+      }};
+  return table;
+}
 
 // "303.2M": parameter counts the way model cards write them.
 std::string HumanCount(uint64_t n) {
@@ -188,13 +195,13 @@ void PrintText(const Json& d) {
 }  // namespace
 
 int CmdInspect(int argc, char** argv) {
-  Args args({}, {"--json", "--devices", "-h|--help"});
+  Args args({&InspectFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "pocket inspect: %s\n\n%s", args.error().c_str(), kUsage);
+    std::fprintf(stderr, "pocket inspect: %s\n\n%s", args.error().c_str(), kInspectUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::fputs(kUsage, stdout);
+    std::printf("%s%s", kInspectUsage, args.Help().c_str());
     return kExitOk;
   }
   if (args.Has("--devices")) {
@@ -202,7 +209,7 @@ int CmdInspect(int argc, char** argv) {
     return kExitOk;
   }
   if (args.positional().size() != 1) {
-    std::fprintf(stderr, "pocket inspect: expected exactly one FILE\n\n%s", kUsage);
+    std::fprintf(stderr, "pocket inspect: expected exactly one FILE\n\n%s", kInspectUsage);
     return kExitUsage;
   }
   const std::string& path = args.positional()[0];

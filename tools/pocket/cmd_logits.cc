@@ -8,23 +8,30 @@
 #include <vector>
 
 #include "tools/pocket/commands.h"
-#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
+#include "tools/pocket/option_flags.h"
 #include "util/file_io.h"
 
 namespace pocket::cli {
 
 namespace {
 
-const char kLogitsHelp[] =
+const char kLogitsUsage[] =
     "usage: pocket logits -m FILE (--tokens 1,2,3 | --text TEXT) --out FILE.npy [options]\n\n"
     "Runs the sequence through the model (teacher forcing) and writes the logits of\n"
     "every position as float32 [n_tokens, vocab] in NumPy .npy format; row p predicts\n"
-    "token p+1.\n\n"
-    "  --tokens IDS          comma-separated token ids, used as given\n"
-    "  --text TEXT           text to tokenize (BOS is added when the model wants it)\n"
-    "  --out FILE            output .npy file (required)\n"
-    "  (the KV cache defaults to f32 here, for exact comparisons)\n";
+    "token p+1. The KV cache defaults to f32 here, for exact comparisons.\n";
+
+const FlagTable& LogitsFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Text("--tokens", "IDS", "comma-separated token ids, used as given"),
+          Text("--text", "TEXT", "text to tokenize (BOS is added when the model wants it)"),
+          Text("-o|--out", "FILE", "output .npy file (required)"),
+      }};
+  return table;
+}
 
 bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
   size_t start = 0;
@@ -66,17 +73,13 @@ Status WriteNpy(const std::string& path, const std::vector<float>& data, size_t 
 }  // namespace
 
 int CmdLogits(int argc, char** argv) {
-  std::vector<std::string> values = ModelValueFlags();
-  values.push_back("--tokens");
-  values.push_back("--text");
-  values.push_back("-o|--out");
-  Args args(values, WithModelBoolFlags({"-h|--help"}));
+  Args args({&LogitsFlags(), &ModelFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kLogitsHelp);
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kLogitsUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::printf("%s%s", kLogitsHelp, kModelFlagsHelp);
+    std::printf("%s%s", kLogitsUsage, args.Help().c_str());
     return kExitOk;
   }
   if (args.Has("--tokens") == args.Has("--text")) {

@@ -3,12 +3,13 @@
 // token of a window is context only and is not scored).
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "tools/pocket/commands.h"
-#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
+#include "tools/pocket/option_flags.h"
 #include "util/file_io.h"
 #include "util/json_util.h"
 
@@ -16,11 +17,20 @@ namespace pocket::cli {
 
 namespace {
 
-const char kPerplexityHelp[] =
-    "usage: pocket perplexity -m FILE -f TEXT_FILE [--ctx N] [--json] [options]\n\n"
-    "  -f, --file FILE       UTF-8 text to score (required)\n"
-    "  --ctx N               window length in tokens (default: min(context, 512))\n"
-    "  --json                print {\"perplexity\", \"nll\", \"tokens\", \"windows\"}\n";
+const char kPerplexityUsage[] =
+    "usage: pocket perplexity -m FILE -f TEXT_FILE [--ctx N] [--json] [options]\n";
+
+const FlagTable& PerplexityFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Text("-f|--file", "FILE", "UTF-8 text to score (required)"),
+          Int("--ctx", "N", "", 2, std::numeric_limits<int32_t>::max(),
+              "window length in tokens (default: min(context, 512))"),
+          Switch("--json", "print {\"perplexity\", \"nll\", \"tokens\", \"windows\"}"),
+      }};
+  return table;
+}
 
 // -log softmax(row)[target], in double for a stable sum over many tokens.
 double NegLogProb(const float* row, size_t vocab, int32_t target) {
@@ -34,27 +44,20 @@ double NegLogProb(const float* row, size_t vocab, int32_t target) {
 }  // namespace
 
 int CmdPerplexity(int argc, char** argv) {
-  std::vector<std::string> values = ModelValueFlags();
-  values.push_back("-f|--file");
-  values.push_back("--ctx");
-  Args args(values, WithModelBoolFlags({"-h|--help", "--json"}));
+  Args args({&PerplexityFlags(), &ModelFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kPerplexityHelp);
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kPerplexityUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::printf("%s%s", kPerplexityHelp, kModelFlagsHelp);
+    std::printf("%s%s", kPerplexityUsage, args.Help().c_str());
     return kExitOk;
   }
   if (!args.Has("-f")) {
     std::fprintf(stderr, "error: -f TEXT_FILE is required\n");
     return kExitUsage;
   }
-  int64_t ctx = 0;
-  if (!args.GetInt("--ctx", &ctx) || ctx < 0 || ctx == 1) {
-    std::fprintf(stderr, "error: --ctx needs an integer >= 2\n");
-    return kExitUsage;
-  }
+  int64_t ctx = args.Int("--ctx");
   StatusOr<std::string> input = ReadRegularFile(args.Get("-f"), "text file", kMaxTextFileBytes);
   if (!input.ok()) {
     std::fprintf(stderr, "error: %s\n", InFlagTerms(input.status()).c_str());

@@ -3,44 +3,74 @@
 #include <string>
 
 #include "tools/pocket/commands.h"
-#include "tools/pocket/option_flags.h"
 #include "tools/pocket/model_flags.h"
+#include "tools/pocket/option_flags.h"
 #include "util/json_util.h"
 
 namespace pocket::cli {
 
 namespace {
 
-const char kRunHelp[] =
+const char kRunUsage[] =
     "usage: pocket run -m FILE -p TEXT [options]\n\n"
     "Generates text from a prompt and streams the prompt, then the generated\n"
-    "text, to stdout (with --chat only the reply).\n\n"
-    "  -p, --prompt TEXT     the prompt (required)\n"
-    "  --chat                render the prompt as a user turn with the chat template\n"
-    "  --system TEXT         system message (with --chat)\n"
-    "  --no-think            Qwen3: render the empty think block (with --chat)\n"
-    "  --json                print one JSON object instead of streaming:\n"
-    "                        {prompt_ids, ids, text, prefill_tok_s, decode_tok_s, stop,\n"
-    "                         memory: {weights, weights_resident, model, kv, scratch,\n"
-    "                         logits, total, budget, max_tokens, tokens}}\n";
+    "text, to stdout (with --chat only the reply).\n";
+
+const FlagTable& RunFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Text("-p|--prompt", "TEXT", "the prompt (required)"),
+          Switch("--chat", "render the prompt as a user turn with the chat template"),
+          Text("--system", "TEXT", "system message (with --chat)"),
+          Switch("--no-think", "Qwen3: render the empty think block (with --chat)"),
+          Switch("--json",
+                 "print one JSON object instead of streaming: {prompt_ids, ids, text, "
+                 "prefill_tok_s, decode_tok_s, stop, memory: {weights, weights_resident, model, "
+                 "kv, scratch, logits, total, budget, max_tokens, tokens}}"),
+      }};
+  return table;
+}
 
 double Rate(int tokens, double seconds) { return seconds > 0 ? tokens / seconds : 0.0; }
+
+Json MemoryJson(const MemoryUsage& m) {
+  Json mem = Json::object();
+  mem["weights"] = m.weights;
+  mem["weights_resident"] = m.weights_resident;
+  mem["model"] = m.model;
+  mem["kv"] = m.kv;
+  mem["scratch"] = m.scratch;
+  mem["logits"] = m.logits;
+  mem["total"] = m.total();
+  mem["budget"] = m.budget;
+  mem["max_tokens"] = m.max_tokens;
+  mem["tokens"] = m.tokens;
+  return mem;
+}
+
+void PrintJson(const GenerateResult& result, const MemoryUsage& memory) {
+  Json out = Json::object();
+  out["prompt_ids"] = result.prompt_ids;
+  out["ids"] = result.ids;
+  out["text"] = result.text;
+  out["prefill_tok_s"] = Rate(result.prefill_tokens, result.prefill_seconds);
+  out["decode_tok_s"] = Rate(result.decode_tokens, result.decode_seconds);
+  out["stop"] = result.stop;
+  out["memory"] = MemoryJson(memory);
+  std::printf("%s\n", DumpJson(out).c_str());
+}
 
 }  // namespace
 
 int CmdRun(int argc, char** argv) {
-  std::vector<std::string> values = ModelValueFlags();
-  for (const std::string& f : SamplingValueFlags()) values.push_back(f);
-  values.push_back("-p|--prompt");
-  values.push_back("--system");
-  Args args(values,
-            WithModelBoolFlags({"-h|--help", "--json", "--chat", "--no-think", "--ignore-eos"}));
+  Args args({&RunFlags(), &ModelFlags(), &SamplingFlags(), &ConstraintFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kRunHelp);
+    std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kRunUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::printf("%s%s%s", kRunHelp, kModelFlagsHelp, kSamplingFlagsHelp);
+    std::printf("%s%s", kRunUsage, args.Help().c_str());
     return kExitOk;
   }
   if (!args.positional().empty()) {
@@ -56,7 +86,7 @@ int CmdRun(int argc, char** argv) {
   int rc = LoadModelFromArgs(args, std::nullopt, &loaded);
   if (rc != kExitOk) return rc;
   GenerateOptions options;
-  rc = GenerateOptionsFromArgs(args, argc, argv, loaded.model->config(), &options);
+  rc = GenerateOptionsFromArgs(args, loaded.model->config(), &options);
   if (rc != kExitOk) return rc;
 
   const bool json = args.Has("--json");
@@ -93,27 +123,7 @@ int CmdRun(int argc, char** argv) {
     return kExitError;
   }
   if (json) {
-    Json out = Json::object();
-    out["prompt_ids"] = result.prompt_ids;
-    out["ids"] = result.ids;
-    out["text"] = result.text;
-    out["prefill_tok_s"] = Rate(result.prefill_tokens, result.prefill_seconds);
-    out["decode_tok_s"] = Rate(result.decode_tokens, result.decode_seconds);
-    out["stop"] = result.stop;
-    const MemoryUsage m = session->memory();
-    Json mem = Json::object();
-    mem["weights"] = m.weights;
-    mem["weights_resident"] = m.weights_resident;
-    mem["model"] = m.model;
-    mem["kv"] = m.kv;
-    mem["scratch"] = m.scratch;
-    mem["logits"] = m.logits;
-    mem["total"] = m.total();
-    mem["budget"] = m.budget;
-    mem["max_tokens"] = m.max_tokens;
-    mem["tokens"] = m.tokens;
-    out["memory"] = mem;
-    std::printf("%s\n", DumpJson(out).c_str());
+    PrintJson(result, session->memory());
   } else {
     std::printf("\n");
   }

@@ -10,38 +10,38 @@
 namespace pocket::cli {
 namespace {
 
-void PrintUsage(FILE* f) {
-  std::fprintf(f,
-               "usage: pocket tokenize (-m FILE | --tokenizer-json FILE | --spm-model FILE)\n"
-               "                       --text TEXT [--json] [--no-special]\n"
-               "\n"
-               "Prints the token ids of TEXT, space-separated (no BOS is added).\n"
-               "\n"
-               "%s"
-               "  --text TEXT            the text to tokenize (UTF-8)\n"
-               "  --json                 print {\"ids\": [...]}\n"
-               "  --no-special           treat special tokens such as <|im_start|> as text\n",
-               kTokenizerSourceHelp);
+const char kTokenizeUsage[] =
+    "usage: pocket tokenize (-m FILE | --tokenizer-json FILE | --spm-model FILE)\n"
+    "                       --text TEXT [--json] [--no-special]\n"
+    "\n"
+    "Prints the token ids of TEXT, space-separated (no BOS is added).\n";
+
+const FlagTable& TokenizeFlags() {
+  static const FlagTable table{
+      "options",
+      {
+          Text("--text", "TEXT", "the text to tokenize (UTF-8)"),
+          Switch("--json", "print {\"ids\": [...]}"),
+          Switch("--no-special", "treat special tokens such as <|im_start|> as text"),
+      }};
+  return table;
 }
 
 }  // namespace
 
 int CmdTokenize(int argc, char** argv) {
-  std::vector<std::string> value_flags = TokenizerSourceFlags();
-  value_flags.push_back("--text");
-  Args args(value_flags, {"--json", "--no-special", "-h|--help"});
+  Args args({&TokenizeFlags(), &TokenizerSourceFlags()});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "pocket tokenize: %s\n\n", args.error().c_str());
-    PrintUsage(stderr);
+    std::fprintf(stderr, "pocket tokenize: %s\n\n%s", args.error().c_str(), kTokenizeUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    PrintUsage(stdout);
+    std::printf("%s%s", kTokenizeUsage, args.Help().c_str());
     return kExitOk;
   }
   if (!args.Has("--text") || !args.positional().empty()) {
-    std::fprintf(stderr, "pocket tokenize: --text TEXT is required (and nothing else)\n\n");
-    PrintUsage(stderr);
+    std::fprintf(stderr, "pocket tokenize: --text TEXT is required (and nothing else)\n\n%s",
+                 kTokenizeUsage);
     return kExitUsage;
   }
   std::unique_ptr<Tokenizer> tok;

@@ -12,7 +12,7 @@
 namespace pocket::cli {
 namespace {
 
-const char* kUsage =
+const char kVerifyUsage[] =
     "usage: pocket verify FILE\n"
     "\n"
     "Validates a .pocket file and checks the CRC32C of every section, the\n"
@@ -21,17 +21,17 @@ const char* kUsage =
 }  // namespace
 
 int CmdVerify(int argc, char** argv) {
-  Args args({}, {"-h|--help"});
+  Args args({});
   if (!args.Parse(argc, argv)) {
-    std::fprintf(stderr, "pocket verify: %s\n\n%s", args.error().c_str(), kUsage);
+    std::fprintf(stderr, "pocket verify: %s\n\n%s", args.error().c_str(), kVerifyUsage);
     return kExitUsage;
   }
   if (args.Has("-h")) {
-    std::fputs(kUsage, stdout);
+    std::printf("%s%s", kVerifyUsage, args.Help().c_str());
     return kExitOk;
   }
   if (args.positional().size() != 1) {
-    std::fprintf(stderr, "pocket verify: expected exactly one FILE\n\n%s", kUsage);
+    std::fprintf(stderr, "pocket verify: expected exactly one FILE\n\n%s", kVerifyUsage);
     return kExitUsage;
   }
   const std::string& path = args.positional()[0];

@@ -41,14 +41,17 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(const Args& args) {
 
 }  // namespace
 
-const char kTokenizerSourceHelp[] =
-    "  -m, --model FILE       the tokenizer of a .pocket model\n"
-    "  --tokenizer-json FILE  a Hugging Face tokenizer.json (tokenizer_config.json\n"
-    "                         next to it is read too, when present)\n"
-    "  --spm-model FILE       a SentencePiece .model file\n";
-
-std::vector<std::string> TokenizerSourceFlags() {
-  return {"-m|--model", "--tokenizer-json", "--spm-model"};
+const FlagTable& TokenizerSourceFlags() {
+  static const FlagTable table{
+      "tokenizer (exactly one)",
+      {
+          Text("-m|--model", "FILE", "the tokenizer of a .pocket model"),
+          Text("--tokenizer-json", "FILE",
+               "a Hugging Face tokenizer.json (tokenizer_config.json next to it is read too, "
+               "when present)"),
+          Text("--spm-model", "FILE", "a SentencePiece .model file"),
+      }};
+  return table;
 }
 
 int LoadTokenizerFromArgs(const Args& args, const char* cmd, std::unique_ptr<Tokenizer>* out) {

@@ -5,16 +5,13 @@
 #pragma once
 
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "tokenizer/tokenizer.h"
 #include "tools/pocket/args.h"
 
 namespace pocket::cli {
 
-std::vector<std::string> TokenizerSourceFlags();  // -m, --tokenizer-json, --spm-model
-extern const char kTokenizerSourceHelp[];
+const FlagTable& TokenizerSourceFlags();  // -m, --tokenizer-json, --spm-model
 
 // Loads the tokenizer the flags name. On failure prints "pocket <cmd>: ..."
 // to stderr and returns the exit code (usage error when not exactly one
