@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "convert/convert_test_util.h"
+#include "convert/gguf_golden.h"
 #include "convert/gguf_import.h"
 #include "convert/gguf_pretokenizers.h"
 #include "convert/gguf_stories.h"
@@ -26,39 +27,11 @@ namespace pocket {
 namespace {
 
 using namespace testing_gguf;  // NOLINT
+using testing_gguf::ExpectGoldens;
+using testing_gguf::Golden;
+using testing_gguf::LoadGolden;
 using testing_util::DataPath;
 using testing_util::ReadFile;
-
-struct Golden {
-  std::string pre;                 // gguf-pretokenizers goldens only
-  std::vector<std::string> words;  // the same
-  std::string text;
-  std::vector<int32_t> ids;
-};
-
-std::vector<Golden> LoadGolden(const std::string& path) {
-  std::vector<Golden> out;
-  std::istringstream lines(ReadFile(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    auto j = ParseJson(line, "golden row");
-    EXPECT_TRUE(j.ok());
-    if (!j.ok()) continue;
-    Golden g;
-    std::vector<int64_t> ids;
-    if (j->contains("pre")) {
-      EXPECT_TRUE(GetString(*j, "pre", &g.pre, "golden").ok());
-      for (const Json& w : (*j)["words"]) g.words.push_back(w.get<std::string>());
-    }
-    EXPECT_TRUE(GetString(*j, "text", &g.text, "golden").ok());
-    EXPECT_TRUE(GetIntArray(*j, "ids", &ids, "golden").ok());
-    g.ids.assign(ids.begin(), ids.end());
-    out.push_back(g);
-  }
-  EXPECT_FALSE(out.empty()) << path;
-  return out;
-}
 
 // A GGUF holding `w`'s tokenizer metadata, a minimal qwen3 config and a
 // token_embd of `vocab` rows (never read), imported.
@@ -93,22 +66,6 @@ Imported Import(GgufWriter w, uint64_t vocab) {
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
   if (tok.ok()) out.tokenizer = std::move(tok).value();
   return out;
-}
-
-// `keep_whitespace`: only the rows whose spaces libsentencepiece keeps as
-// they are (tok512's normalizer removes extra whitespace, which its GGUF
-// metadata cannot say and llama.cpp never does).
-void ExpectGoldens(const Tokenizer& tok, const std::string& golden_path,
-                   bool keep_whitespace = false) {
-  for (const Golden& g : LoadGolden(golden_path)) {
-    if (keep_whitespace && (g.text.find("  ") != std::string::npos ||
-                            (!g.text.empty() && (g.text.front() == ' ' || g.text.back() == ' ')))) {
-      continue;
-    }
-    auto ids = tok.Encode(g.text);
-    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-    EXPECT_EQ(*ids, g.ids) << "text '" << g.text << "'";
-  }
 }
 
 TEST(GgufTokenizer, LlamaSentencePieceEncodesTheLlama2Goldens) {
@@ -170,12 +127,11 @@ const Qwen3Vocab& LoadQwen3Vocab() {
   return vocab;
 }
 
-// `pre` empty: no tokenizer.ggml.pre key at all.
 GgufWriter Qwen3Tokenizer(const std::string& pre) {
   const Qwen3Vocab& v = LoadQwen3Vocab();
   GgufWriter w;
   w.Str("tokenizer.ggml.model", "gpt2");
-  if (!pre.empty()) w.Str("tokenizer.ggml.pre", pre);
+  w.Str("tokenizer.ggml.pre", pre);
   w.StrArray("tokenizer.ggml.tokens", v.tokens);
   w.Array("tokenizer.ggml.token_type", kI32, v.types);
   w.StrArray("tokenizer.ggml.merges", v.merges);

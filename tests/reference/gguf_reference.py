@@ -19,7 +19,11 @@ with the matrices quantized here to ggml's block types, then:
     the default conversion (q8) within a loose relative RMS of it.
   * pocket synth --preset tiny-qwen3 --quant q4 --group 64, exported as a
     Q4_1 GGUF whose block pairs share (d, m) (as a g64 model exported to
-    Q4_1 is), converts back to the same tensor bytes.
+    Q4_1 is), converts back to the same tensor bytes;
+  * the GGUF files in tests/data/gguf-py, written by llama.cpp's gguf-py
+    (not by this script): read here, each converts (types kept) to logits
+    within 1e-3 of the reference on the file's dequantized weights, under
+    the config its metadata gives.
 The ggml block layouts and dequantization are written here from the format,
 independently of src/convert. Prints one line per case and ends with
 "N passed, M failed"; exits 1 on any failure.
@@ -324,6 +328,113 @@ class Gguf:
             f.write(head + data)
 
 
+# ---------------------------------------------------------------------------
+# GGUF reader (for files written by other tools)
+
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q",
+           11: "<q", 12: "<d"}
+
+
+def read_gguf(path):
+    """(metadata dict, {name: (rows-major shape, type, raw bytes)})."""
+    buf = open(path, "rb").read()
+    at = 0
+
+    def take(fmt):
+        nonlocal at
+        v = struct.unpack_from(fmt, buf, at)[0]
+        at += struct.calcsize(fmt)
+        return v
+
+    def string():
+        nonlocal at
+        n = take("<Q")
+        at += n
+        return buf[at - n:at].decode()
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = take("<I"), take("<Q")
+            return [value(et) for _ in range(n)]
+        return take(_SCALAR[t])
+
+    if buf[:4] != b"GGUF":
+        raise ValueError(f"{path}: not a GGUF file")
+    at = 4
+    version, n_tensors, n_kv = take("<I"), take("<Q"), take("<Q")
+    if version not in (2, 3):
+        raise ValueError(f"{path}: GGUF version {version}")
+    meta = {}
+    for _ in range(n_kv):
+        k = string()
+        meta[k] = value(take("<I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        dims = [take("<Q") for _ in range(take("<I"))]
+        infos.append((name, list(reversed(dims)), take("<I"), take("<Q")))
+    align = meta.get("general.alignment", 32)
+    base = at + (-at % align)
+    tensors = {}
+    for name, shape, t, off in infos:
+        blk, size = BLOCK[t]
+        n = int(np.prod(shape))
+        tensors[name] = (shape, t, buf[base + off:base + off + n // blk * size])
+    return meta, tensors
+
+
+def gguf_model(path):
+    """The HF-style config and weights (HF names, rotate-half q/k rows) of a
+    llama GGUF, from its own metadata and dequantized tensors."""
+    meta, tensors = read_gguf(path)
+    arch = meta["general.architecture"]
+    if arch != "llama":
+        raise ValueError(f"{path}: architecture {arch}")
+    a = lambda k: meta[f"llama.{k}"]  # noqa: E731
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+           "hidden_size": a("embedding_length"), "intermediate_size": a("feed_forward_length"),
+           "num_hidden_layers": a("block_count"), "num_attention_heads": a("attention.head_count"),
+           "num_key_value_heads": a("attention.head_count_kv"),
+           "rms_norm_eps": a("attention.layer_norm_rms_epsilon"),
+           "rope_theta": meta.get("llama.rope.freq_base", 10000.0),
+           "vocab_size": tensors["token_embd.weight"][0][0],
+           "tie_word_embeddings": "output.weight" not in tensors}
+    weights = {}
+    for name, (shape, t, raw) in tensors.items():
+        w = dequantize(raw, t, int(np.prod(shape))).reshape(shape)
+        heads = (cfg["num_attention_heads"] if ".attn_q." in name else
+                 cfg["num_key_value_heads"] if ".attn_k." in name else 0)
+        if heads:
+            w = w.reshape(heads, shape[0] // heads // 2, 2, -1).swapaxes(1, 2).reshape(shape)
+        weights[hf_name(name)] = w
+    if cfg["tie_word_embeddings"]:
+        weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
+    return cfg, weights
+
+
+def check_gguf_py(results, cli, work, ids):
+    data = os.path.join(HERE, "..", "data", "gguf-py")
+    for fn in sorted(f for f in os.listdir(data) if f.endswith(".gguf")):
+        tag = f"gguf-py {fn}"
+        problems, detail = [], "error"
+        try:
+            cfg, weights = gguf_model(os.path.join(data, fn))
+            out = os.path.join(work, fn.replace(".gguf", ""))
+            run([cli, "convert", os.path.join(data, fn), "-o", out + ".pocket"])
+            toks = ids % cfg["vocab_size"]
+            got = pocket_logits(cli, out + ".pocket", toks, out + ".npy", [])
+            want = ref.HFReference(ref.HFConfig(cfg), weights).logits(toks)
+            d = float(np.max(np.abs(got - want)))
+            detail = f"max |diff| {d:.3e} (tol {TOL:g})"
+            if not np.all(np.isfinite(got)) or d > TOL:
+                problems.append(detail)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            problems.append(str(e))
+        results.report(tag, problems, detail)
+
+
 def gguf_name(hf):
     """The GGUF (= .pocket) name of a Hugging Face tensor."""
     for pocket, h in TOP.items():
@@ -546,6 +657,7 @@ def main(argv):
     check(results, cli, work, "qwen3-256 K-quants and Q5 as f32", cfg, weights, types, ids,
           ["--quant", "f32"], {})
     check_g64_roundtrip(results, cli, work)
+    check_gguf_py(results, cli, work, ids)
     print(f"{results.passed} passed, {results.failed} failed")
     return 0 if results.failed == 0 else 1
 
