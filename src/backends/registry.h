@@ -32,10 +32,9 @@ struct BackendEntry {
 const std::vector<BackendEntry>& RegisteredBackends();
 // Their names, ", "-separated.
 std::string RegisteredBackendNames();
-// The backend named `name` made from `context`; InvalidArgument listing the
-// names this build has when there is none by that name.
-StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
-                                                 const BackendContext& context);
+// The entry named `name`; InvalidArgument listing the names this build has
+// when there is none by that name.
+StatusOr<const BackendEntry*> FindBackend(const std::string& name);
 // Every registered backend's DescribeDevices lines.
 std::string DescribeBackendDevices();
 

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <utility>
 
+#include "backends/cpu/backend.h"
 #include "backends/cpu/kernel_target.h"
+#include "backends/registry.h"
 #include "runtime/memory.h"
-#include "runtime/opencl_executor.h"
+#include "util/huge_page_buffer.h"
 #include "util/log.h"
 
 namespace pocket {
@@ -15,51 +17,14 @@ Model::~Model() = default;
 
 size_t Model::ResidentWeightBytes() const {
   const size_t mapped = ResidentBytes(file_->bytes(), static_cast<size_t>(file_->size()));
-  return mapped + (weights_copy_ ? ResidentBytes(weights_copy_->data(), weights_copy_->size()) : 0);
+  const HugePageBuffer* copy = backend_->weights_copy();
+  return mapped + (copy != nullptr ? ResidentBytes(copy->data(), copy->size()) : 0);
 }
 
-// The file span that holds every tensor the plan reads goes into one
-// HugePageBuffer, and the steps' pointers move with it. The span starts on
-// an OS page, so each tensor keeps its alignment. Runs after weight_bytes_
-// and model_bytes_ are set.
-Status Model::CopyWeightsToHugePages() {
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const auto& [offset, size] : plan_.weight_ranges) {
-    lo = std::min(lo, offset);
-    hi = std::max(hi, offset + size);
-  }
-  if (lo >= hi) return Status();
-  lo = lo / OsPageSize() * OsPageSize();
-  auto copy = HugePageBuffer::Allocate(static_cast<size_t>(hi - lo));
-  if (!copy.ok()) {
-    return Status(copy.status().code(),
-                  "cannot copy the weights into huge pages: " + copy.status().message() +
-                      " (load without huge pages to use them from the file mapping)");
-  }
-  weights_copy_ = std::move(copy).value();
-  // A chunk at a time, each chunk's mapped pages dropped once copied, so
-  // loading holds at most one chunk twice.
-  constexpr uint64_t kChunk = uint64_t{8} << 20;
-  for (uint64_t at = lo; at < hi; at += kChunk) {
-    const uint64_t n = std::min(kChunk, hi - at);
-    std::memcpy(weights_copy_->data() + (at - lo), file_->bytes() + at, static_cast<size_t>(n));
-    file_->ReleasePages(at, n);
-  }
-  const uint8_t* begin = file_->bytes() + lo;
-  const uint8_t* end = file_->bytes() + hi;
-  const auto moved = [&](auto* p) {
-    const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
-    if (b == nullptr || b < begin || b >= end) return p;
-    return reinterpret_cast<decltype(p)>(weights_copy_->data() + (b - begin));
-  };
-  for (PlanStep& s : plan_.steps) {
-    s.weight.data = moved(s.weight.data);
-    s.norm = moved(s.norm);
-    s.bias = moved(s.bias);
-  }
-  // The copy holds whole 2 MiB pages: its rounding counts with the model.
-  if (weights_copy_->size() > weight_bytes_) model_bytes_ += weights_copy_->size() - weight_bytes_;
-  return Status();
+cpu::ThreadPool* Model::pool() const { return cpu::ThreadPoolOf(*backend_); }
+
+AttentionMath Model::attention_math() const {
+  return cpu::ChooseAttentionMath(plan_, config_, quant_math_);
 }
 
 // ModelOptions' CPU kernel tuning, process-wide (kernel_target.h).
@@ -75,23 +40,7 @@ static Status ApplyCpuTuning(const ModelOptions& options) {
 }
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelOptions& options) {
-#ifdef POCKET_WITH_OPENCL
-  const bool opencl = options.backend == "opencl";
-  const char* available = "cpu, opencl";
-#else
-  const bool opencl = false;
-  const char* available = "cpu";
-#endif
-  if (options.backend != "cpu" && !opencl) {
-    return Errorf(StatusCode::kUnsupported,
-                  "backend '%s' is not built into this library; available: %s",
-                  options.backend.c_str(), available);
-  }
-  if (options.threads < 0 || static_cast<size_t>(options.threads) > cpu::kMaxThreads) {
-    return Errorf(StatusCode::kInvalidArgument,
-                  "threads must be in [0, %zu] (0 = one per fast core), got %d", cpu::kMaxThreads,
-                  options.threads);
-  }
+  POCKET_ASSIGN_OR_RETURN(const BackendEntry* backend_entry, FindBackend(options.backend));
   POCKET_RETURN_IF_ERROR(ApplyCpuTuning(options));
   std::unique_ptr<Model> model(new Model());
   POCKET_ASSIGN_OR_RETURN(model->file_, PocketFile::Open(path));
@@ -132,38 +81,31 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
                                                   : model->file_->tokenizer_blob().size()) +
                         (mapped > model->weight_bytes_ ? mapped - model->weight_bytes_ : 0);
 
-#ifdef POCKET_WITH_OPENCL
-  if (opencl) {
-    auto device = OpenClModel::Create(model->plan_);
-    if (!device.ok()) {
-      return Status(device.status().code(), "backend=opencl: " + device.status().message());
-    }
-    model->opencl_ = std::move(device).value();
+  BackendContext context;
+  context.plan = &model->plan_;
+  context.file = model->file_.get();
+  context.config = &model->config_;
+  context.options.threads = options.threads;
+  context.options.quant_math = options.quant_math;
+  context.options.pin_threads = options.pin_threads;
+  context.options.huge_pages = options.huge_pages;
+  auto backend = backend_entry->create(context);
+  if (!backend.ok()) {
+    return Status(backend.status().code(),
+                  "backend=" + options.backend + ": " + backend.status().message());
   }
-#endif
-
-  if (options.huge_pages && !opencl) POCKET_RETURN_IF_ERROR(model->CopyWeightsToHugePages());
-
-  cpu::ThreadPoolOptions pool_options;
-  pool_options.num_threads = static_cast<size_t>(options.threads);
-  pool_options.pin_threads = options.pin_threads;
-  model->pool_ = std::make_unique<cpu::ThreadPool>(pool_options);
+  model->backend_ = std::move(backend).value();
   model->quant_math_ = options.quant_math;
-  const bool quantized =
-      std::any_of(model->plan_.steps.begin(), model->plan_.steps.end(), [](const PlanStep& s) {
-        return s.op == OpKind::kLinear &&
-               (s.weight.dtype == DType::kQ4 || s.weight.dtype == DType::kQ8);
-      });
-  // The bf16 kernel takes head sizes in multiples of 16 (ops.h).
-  model->attention_math_ =
-      options.quant_math == QuantMath::kInt8 && quantized && model->config_.head_dim % 16 == 0
-          ? cpu::AttentionMath::kBf16
-          : cpu::AttentionMath::kF32;
+  // A copy of the weights holds whole 2 MiB pages: its rounding counts with
+  // the model.
+  if (const HugePageBuffer* copy = model->backend_->weights_copy()) {
+    if (copy->size() > model->weight_bytes_)
+      model->model_bytes_ += copy->size() - model->weight_bytes_;
+  }
   Log(LogLevel::kInfo,
-      "loaded %s: %s, %d layers, vocabulary %d, %zu bytes of weights; %s backend, threads %zu",
+      "loaded %s: %s, %d layers, vocabulary %d, %zu bytes of weights; %s backend, threads %d",
       path.c_str(), model->config_.architecture.c_str(), model->config_.n_layers,
-      model->config_.vocab, model->weight_bytes_, options.backend.c_str(),
-      model->pool_->NumThreads());
+      model->config_.vocab, model->weight_bytes_, options.backend.c_str(), model->threads());
   return model;
 }
 
@@ -179,15 +121,6 @@ std::shared_ptr<const grammar::TokenTrie> Model::token_trie() const {
     token_trie_ = std::make_shared<const grammar::TokenTrie>(bytes, usable);
   });
   return token_trie_;
-}
-
-KvType Model::default_kv_type() const {
-#ifdef POCKET_WITH_OPENCL
-  if (opencl_ != nullptr) return KvType::kF16;
-#endif
-  return attention_math_ == cpu::AttentionMath::kBf16 && cpu::AttentionBf16Available()
-             ? KvType::kBf16
-             : KvType::kF16;
 }
 
 }  // namespace pocket

@@ -1,14 +1,15 @@
-// A loaded model: the mapped .pocket file (weights are used in place, or
-// copied once into huge pages with ModelOptions::huge_pages), its config,
-// tokenizer and validated execution plan, and the CPU thread pool its
-// sessions compute on.
+// A loaded model: the mapped .pocket file, its config, tokenizer and
+// validated execution plan, and the backend (backends/backend.h) that holds
+// the weights (in place, copied into huge pages with
+// ModelOptions::huge_pages, or uploaded to a device) and makes the
+// sessions' state.
 //
 // Threading: a Model is immutable after Load and may be shared by any number
 // of Sessions, also on different threads at the same time. Each Session must
-// be used by one thread at a time. All sessions share the Model's thread
-// pool; when two sessions compute at the same moment, the one that finds the
-// pool busy runs its kernels on its own thread (correct, just slower), so the
-// machine is never oversubscribed.
+// be used by one thread at a time. On the CPU backend all sessions share the
+// model's thread pool; when two sessions compute at the same moment, the one
+// that finds the pool busy runs its kernels on its own thread (correct, just
+// slower), so the machine is never oversubscribed.
 #pragma once
 
 #include <memory>
@@ -16,8 +17,8 @@
 #include <optional>
 #include <string>
 
-#include "backends/cpu/ops.h"
-#include "backends/cpu/thread_pool.h"
+#include "backends/backend.h"
+#include "backends/kv_pages.h"
 #include "format/model_config.h"
 #include "format/reader.h"
 #include "grammar/token_mask.h"
@@ -28,7 +29,9 @@
 
 namespace pocket {
 
-class OpenClModel;  // runtime/opencl_executor.h
+namespace cpu {
+class ThreadPool;
+}  // namespace cpu
 
 struct ModelOptions {
   // Compute threads; 0 = one per physical core of the CPU's fast group (the
@@ -36,12 +39,16 @@ struct ModelOptions {
   // At most cpu::kMaxThreads; where the system refuses threads, the model
   // computes on those it got and logs a warning (threads() tells how many).
   int threads = 0;
-  // "cpu", or "opencl" in builds with the OpenCL backend (POCKET_OPENCL):
-  // weights are uploaded to the device at load and sessions compute there.
+  // The backend by its registry name (backends/registry.h): "cpu";
+  // "reference", the scalar reference ops on one thread (slow: for checking
+  // results); "opencl" in builds with the OpenCL backend (POCKET_OPENCL),
+  // whose weights are uploaded to the device at load and whose sessions
+  // compute there. A name this build lacks fails Load with kInvalidArgument
+  // listing the names it has.
   std::string backend = "cpu";
   // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations,
   // and bf16 attention where the CPU has it (fast, the default), or f32
-  // (the reference-accurate path). See Executor.
+  // (the reference-accurate path). See backends/cpu/executor.h.
   QuantMath quant_math = QuantMath::kInt8;
   // Pin compute worker i to the i-th core of the core plan: the fast
   // group's cores fastest first, then the slow group's, then SMT siblings
@@ -90,26 +97,29 @@ class Model {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const Plan& plan() const { return plan_; }
   const PocketFile& file() const { return *file_; }
-  // Internally synchronized (see the threading note above).
-  cpu::ThreadPool* pool() const { return pool_.get(); }
-  int threads() const { return static_cast<int>(pool_->NumThreads()); }
+  // The backend the model runs on, shared by its sessions.
+  const Backend& backend() const { return *backend_; }
+  // CPU threads the sessions compute on.
+  int threads() const { return backend_->threads(); }
   QuantMath quant_math() const { return quant_math_; }
+  // The CPU backend's thread pool (internally synchronized, see the
+  // threading note above); null on other backends.
+  cpu::ThreadPool* pool() const;
   // How the CPU backend runs attention: kBf16 with the int8 maths when the
   // model has q4/q8 Linears and a head size that is a multiple of 16 (so a
   // model with plain weights keeps f32 maths throughout), and then only
   // where cpu::AttentionBf16Available().
-  cpu::AttentionMath attention_math() const { return attention_math_; }
-  // The KV cache type sessions get unless they ask for one: bf16 where
-  // attention multiplies in bf16 on this CPU (cpu::AttentionBf16Available()),
-  // since it rounds f16 rows to bf16 anyway and reads bf16 pages in place
-  // (backends/cpu/ops.h), and on the CPU backend only; f16 elsewhere.
-  KvType default_kv_type() const;
+  AttentionMath attention_math() const;
+  // The KV cache type sessions get unless they ask for one, the backend's
+  // choice: on the CPU bf16 where attention multiplies in bf16, f16
+  // elsewhere (backends/cpu/backend.cc).
+  KvType default_kv_type() const { return backend_->default_kv_type(); }
   // Bytes of the mapped file the plan reads, whole OS pages (memory.h):
   // what decode reads per token, also when they were copied to huge pages.
   size_t weight_bytes() const { return weight_bytes_; }
   // Whether the weights were copied into a HugePageBuffer (ModelOptions;
   // the OS decides whether huge pages back it).
-  bool weights_in_huge_pages() const { return weights_copy_ != nullptr; }
+  bool weights_in_huge_pages() const { return backend_->weights_copy() != nullptr; }
   // The tokenizer, config and plan in memory plus the rest of the mapped
   // file (memory.h), and the huge-page copy's rounding beyond the weights.
   size_t model_bytes() const { return model_bytes_; }
@@ -121,31 +131,20 @@ class Model {
   // call (tens of milliseconds for 151K tokens) and kept: most models never
   // generate under a grammar. Thread-safe.
   std::shared_ptr<const grammar::TokenTrie> token_trie() const;
-#ifdef POCKET_WITH_OPENCL
-  // The device holding the weights when loaded with backend "opencl", else
-  // null.
-  const OpenClModel* opencl() const { return opencl_.get(); }
-#endif
 
  private:
   Model() = default;
-  Status CopyWeightsToHugePages();
 
   std::unique_ptr<PocketFile> file_;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  Plan plan_;
-  std::unique_ptr<cpu::ThreadPool> pool_;
+  Plan plan_;  // the backend may point its weights at its own copy
+  std::unique_ptr<Backend> backend_;
   QuantMath quant_math_ = QuantMath::kInt8;
-  cpu::AttentionMath attention_math_ = cpu::AttentionMath::kF32;
   size_t weight_bytes_ = 0;
   size_t model_bytes_ = 0;
-  std::unique_ptr<HugePageBuffer> weights_copy_;  // with huge_pages; the plan points into it
   mutable std::once_flag token_trie_once_;
   mutable std::shared_ptr<const grammar::TokenTrie> token_trie_;
-#ifdef POCKET_WITH_OPENCL
-  std::unique_ptr<OpenClModel> opencl_;
-#endif
 };
 
 }  // namespace pocket

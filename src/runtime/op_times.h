@@ -1,27 +1,15 @@
-// Where a run's time goes, by kind of plan step and by step: the executor
-// adds each step's wall time to the OpTimes its session was given
-// (Session::set_op_times), and `pocket bench --op-times` reports them per
-// token. A group of Linears on one input (q, k, v; gate, up) is one step.
+// The Linears' share of a session's op times (OpTimes, backends/op_times.h)
+// by the values they write, for `pocket bench --op-times`.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backends/op_times.h"
 #include "graph/plan.h"
 
 namespace pocket {
-
-struct OpTimes {
-  double seconds[kOpKindCount] = {};
-  uint64_t steps[kOpKindCount] = {};
-  uint64_t runs = 0;  // Executor::Run calls (chunks or decoded tokens)
-  // The same by plan step (indexed like Plan::steps; the executor sizes
-  // them): a group of Linears is counted at its first step only.
-  std::vector<double> step_seconds;
-  std::vector<uint64_t> step_count;
-};
 
 // The Linears' share of `times` by the values they write, summed over the
 // layers: "q+k+v" for a group on one input, "o", "logits". Entries come in

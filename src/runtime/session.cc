@@ -39,45 +39,56 @@ size_t FirstNonFinite(const float* x, size_t n) {
 
 }  // namespace
 
+namespace {
+
+BackendSessionOptions BackendOptionsFor(const Model& model, const SessionOptions& options) {
+  BackendSessionOptions o;
+  o.kv_type = options.kv_type;
+  o.kv_page_tokens = options.kv_page_tokens;
+  o.max_tokens = static_cast<size_t>(model.config().context);
+  return o;
+}
+
+BackendOutput OutputFor(LogitsMode mode) {
+  return mode == LogitsMode::kAll ? BackendOutput::kAllRows : BackendOutput::kLastRow;
+}
+
+}  // namespace
+
 Session::Session(const Model* model, const SessionOptions& options)
     : model_(model),
       options_(options),
-      kv_(model->plan().kv_row, model->plan().kv_head_dim, options.kv_type, options.kv_page_tokens,
-          static_cast<size_t>(model->config().context)),
-      executor_(&model->plan(), model->quant_math(), model->attention_math()) {
+      backend_(model->backend().NewSession(BackendOptionsFor(*model, options))) {
   if (options_.prefill_chunk == 0) options_.prefill_chunk = 64;
-#ifdef POCKET_WITH_OPENCL
-  if (model->opencl() != nullptr) {
-    device_ = std::make_unique<OpenClExecutor>(&model->plan(), model->opencl(), options.kv_type,
-                                               context());
-  }
-#endif
 }
 
 Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
                                                    const SessionOptions& options) {
-  if (options.kv_type == KvType::kBf16) {
-    const size_t page_tokens =
-        options.kv_page_tokens == 0 ? KvCache::kDefaultPageTokens : options.kv_page_tokens;
-    if (page_tokens % 16 != 0) {
-      return Errorf(StatusCode::kInvalidArgument,
-                    "a bf16 KV cache needs pages of a multiple of 16 tokens, not %zu", page_tokens);
+  const Backend& backend = model->backend();
+  if (!backend.capabilities().Supports(options.kv_type)) {
+    std::string types;
+    for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8}) {
+      if (backend.capabilities().Supports(t))
+        types += std::string(types.empty() ? "" : ", ") + KvTypeName(t);
     }
-#ifdef POCKET_WITH_OPENCL
-    if (model->opencl() != nullptr) {
-      return Errorf(StatusCode::kInvalidArgument,
-                    "the OpenCL backend keeps its KV cache in f16, f32 or q8, not bf16; choose "
-                    "one of those (kv_type=f16)");
-    }
-#endif
+    return Errorf(StatusCode::kInvalidArgument,
+                  "backend '%s' keeps its KV cache in %s, not %s; choose one of those "
+                  "(kv_type=%s)",
+                  backend.name(), types.c_str(), KvTypeName(options.kv_type),
+                  KvTypeName(backend.default_kv_type()));
   }
   auto session = std::make_unique<Session>(model, options);
+  if (options.kv_type == KvType::kBf16 && session->backend_->kv_page_tokens() % 16 != 0) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "a bf16 KV cache needs pages of a multiple of 16 tokens, not %zu",
+                  session->backend_->kv_page_tokens());
+  }
   if (session->max_tokens() == 0) {
     const Fixed f = session->FixedBytes(LogitsMode::kLast, 1);
-    const size_t page = session->kv_.page_bytes();
-    const size_t slack = session->kv_.commit_slack();
+    const size_t page = session->backend_->kv_page_bytes();
+    const size_t slack = session->backend_->kv_commit_slack();
     return Errorf(StatusCode::kBudgetExceeded,
                   "memory budget of %s is too small for this model: weights %.1f MiB + "
                   "model %.1f MiB + scratch %.1f MiB + logits %.1f MiB = %.1f MiB before any KV "
@@ -86,7 +97,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
                   "for unlimited)",
                   BudgetText(options.budget_bytes).c_str(), MiB(f.weights), MiB(f.model),
                   MiB(f.scratch), MiB(f.logits), MiB(f.total()), MiB(page),
-                  session->kv_.page_tokens(), MiB(slack),
+                  session->backend_->kv_page_tokens(), MiB(slack),
                   static_cast<double>((f.total() + page + slack + kMiB - 1) / kMiB));
   }
   const size_t window = session->options_.sink_tokens + session->options_.prefill_chunk;
@@ -102,15 +113,12 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const Model* model,
 
 Session::Fixed Session::FixedBytes(LogitsMode mode, size_t n) const {
   Fixed f;
-  f.weights = model_->weight_bytes();
+  f.weights = model_->weight_bytes() + model_->backend().device_weight_bytes();
   f.model = model_->model_bytes();
   // Planned for a full prefill chunk, since a later call may bring one; held
-  // buffers never shrink, so whatever the executor holds already counts.
-  f.scratch =
-      std::max(executor_.scratch_bytes(),
-               Executor::ScratchBytesFor(model_->plan(), options_.prefill_chunk,
-                                         mode == LogitsMode::kAll ? Executor::Output::kAllRows
-                                                                  : Executor::Output::kLastRow));
+  // buffers never shrink, so whatever the backend holds already counts.
+  f.scratch = std::max(backend_->scratch_bytes(),
+                       backend_->ScratchBytesFor(options_.prefill_chunk, OutputFor(mode)));
   const size_t vocab = static_cast<size_t>(model_->config().vocab);
   // kLast: the logits row and the sampler's (logit, id) candidate list;
   // kAll: the caller's [n, vocab] rows.
@@ -122,25 +130,19 @@ Session::Fixed Session::FixedBytes(LogitsMode mode, size_t n) const {
 size_t Session::TokenLimit(LogitsMode mode, size_t n) const {
   const size_t context = this->context();
   if (options_.budget_bytes == 0) return context;
-  const size_t fixed = FixedBytes(mode, n).total() + kv_.commit_slack();
+  const size_t fixed = FixedBytes(mode, n).total() + backend_->kv_commit_slack();
   if (fixed >= options_.budget_bytes) return 0;
-  const size_t pages = (options_.budget_bytes - fixed) / kv_.page_bytes();
-  return std::min(context, pages * kv_.page_tokens());
+  const size_t pages = (options_.budget_bytes - fixed) / backend_->kv_page_bytes();
+  return std::min(context, pages * backend_->kv_page_tokens());
 }
 
 MemoryUsage Session::memory() const {
   MemoryUsage m;
-  m.weights = model_->weight_bytes();
+  m.weights = model_->weight_bytes() + model_->backend().device_weight_bytes();
   m.weights_resident = model_->ResidentWeightBytes();
   m.model = model_->model_bytes();
-  m.kv = kv_.bytes();
-  m.scratch = executor_.scratch_bytes();
-#ifdef POCKET_WITH_OPENCL
-  if (device_ != nullptr) {
-    m.kv = device_->kv_bytes();
-    m.scratch = device_->scratch_bytes();
-  }
-#endif
+  m.kv = backend_->kv_bytes();
+  m.scratch = backend_->scratch_bytes();
   m.logits = FixedBytes(LogitsMode::kLast, 1).logits;
   m.budget = options_.budget_bytes;
   m.max_tokens = max_tokens();
@@ -150,16 +152,17 @@ MemoryUsage Session::memory() const {
 
 Status Session::BudgetError(size_t pos, size_t n, LogitsMode mode) const {
   const Fixed f = FixedBytes(mode, n);
-  return Errorf(StatusCode::kBudgetExceeded,
-                "memory budget of %s reached: %zu tokens are held and %zu more do not fit "
-                "(weights %.1f MiB + model %.1f MiB + scratch %.1f MiB + logits %.1f MiB + KV "
-                "%.1f MiB, %.1f KiB "
-                "per token as %s); raise the budget (budget_bytes), store K/V as q8 (kv_type=q8, "
-                "about half the bytes per token) or keep a sliding window (kv_policy=slide)",
-                BudgetText(options_.budget_bytes).c_str(), pos, n, MiB(f.weights), MiB(f.model),
-                MiB(f.scratch), MiB(f.logits), MiB(kv_.BytesFor(pos)),
-                static_cast<double>(kv_.page_bytes()) / kv_.page_tokens() / 1024.0,
-                KvTypeName(options_.kv_type));
+  return Errorf(
+      StatusCode::kBudgetExceeded,
+      "memory budget of %s reached: %zu tokens are held and %zu more do not fit "
+      "(weights %.1f MiB + model %.1f MiB + scratch %.1f MiB + logits %.1f MiB + KV "
+      "%.1f MiB, %.1f KiB "
+      "per token as %s); raise the budget (budget_bytes), store K/V as q8 (kv_type=q8, "
+      "about half the bytes per token) or keep a sliding window (kv_policy=slide)",
+      BudgetText(options_.budget_bytes).c_str(), pos, n, MiB(f.weights), MiB(f.model),
+      MiB(f.scratch), MiB(f.logits), MiB(backend_->KvBytesFor(pos)),
+      static_cast<double>(backend_->kv_page_bytes()) / backend_->kv_page_tokens() / 1024.0,
+      KvTypeName(options_.kv_type));
 }
 
 Status Session::Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode mode) const {
@@ -192,18 +195,19 @@ Status Session::Check(const std::vector<int32_t>& tokens, size_t pos, LogitsMode
   return Status::Ok();
 }
 
-void Session::Slide(size_t n, size_t limit) {
+Status Session::Slide(size_t n, size_t limit) {
   const size_t pos = position();
-  if (pos + n <= limit) return;
+  if (pos + n <= limit) return Status::Ok();
   // Drop at least what is needed and at least half of the droppable tokens,
   // so a row is re-encoded at most once before it is dropped itself
   // (docs/memory.md).
   const size_t sinks = std::min(options_.sink_tokens, pos);
   const size_t droppable = pos - sinks;
   const size_t drop = std::min(droppable, std::max(pos + n - limit, droppable / 2));
-  kv_.Drop(sinks, drop, pos, model_->plan().kv_rope);
+  POCKET_RETURN_IF_ERROR(backend_->Drop(sinks, drop, pos));
   tokens_.erase(tokens_.begin() + static_cast<std::ptrdiff_t>(sinks),
                 tokens_.begin() + static_cast<std::ptrdiff_t>(sinks + drop));
+  return Status::Ok();
 }
 
 Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
@@ -212,20 +216,14 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
   POCKET_RETURN_IF_ERROR(Check(tokens, position(), mode));
   const bool slide = options_.kv_policy == KvPolicy::kSlide;
   const size_t limit = TokenLimit(mode, n);
-#ifdef POCKET_WITH_OPENCL
-  const bool on_device = device_ != nullptr;
-  if (on_device && slide) {
-    return Status(StatusCode::kUnsupported,
-                  "the OpenCL backend has no sliding KV window; use kv_policy=error or "
-                  "backend=cpu");
+  if (slide && !model_->backend().capabilities().sliding_window) {
+    return Errorf(StatusCode::kUnsupported,
+                  "backend '%s' has no sliding KV window; use kv_policy=error or backend=cpu",
+                  model_->backend().name());
   }
-#else
-  const bool on_device = false;
-#endif
   // Without sliding every page is reserved first, so a failure changes
-  // nothing (Reserve undoes its own allocations). The device reserves its
-  // own cache.
-  if (!slide && !on_device) POCKET_RETURN_IF_ERROR(kv_.Reserve(position() + n));
+  // nothing (Reserve undoes its own allocations).
+  if (!slide) POCKET_RETURN_IF_ERROR(backend_->Reserve(position() + n));
 
   const size_t vocab_n = static_cast<size_t>(model_->config().vocab);
   if (logits != nullptr) logits->resize(mode == LogitsMode::kAll ? n * vocab_n : vocab_n);
@@ -233,27 +231,20 @@ Status Session::Eval(const std::vector<int32_t>& tokens, LogitsMode mode,
   for (size_t start = 0; start < n; start += chunk) {
     const size_t len = std::min(chunk, n - start);
     if (slide) {
-      Slide(len, limit);
-      POCKET_RETURN_IF_ERROR(kv_.Reserve(position() + len));
+      POCKET_RETURN_IF_ERROR(Slide(len, limit));
+      POCKET_RETURN_IF_ERROR(backend_->Reserve(position() + len));
     }
     const bool last_chunk = start + len == n;
-    Executor::Output out = Executor::Output::kNone;
+    BackendOutput out = BackendOutput::kNone;
     float* dst = nullptr;
     if (logits != nullptr && mode == LogitsMode::kAll) {
-      out = Executor::Output::kAllRows;
+      out = BackendOutput::kAllRows;
       dst = logits->data() + start * vocab_n;
     } else if (logits != nullptr && last_chunk) {
-      out = Executor::Output::kLastRow;
+      out = BackendOutput::kLastRow;
       dst = logits->data();
     }
-    if (on_device) {
-#ifdef POCKET_WITH_OPENCL
-      POCKET_RETURN_IF_ERROR(device_->Run(tokens.data() + start, len, position(), out, dst));
-#endif
-    } else {
-      POCKET_RETURN_IF_ERROR(
-          executor_.Run(tokens.data() + start, len, position(), out, &kv_, model_->pool(), dst));
-    }
+    POCKET_RETURN_IF_ERROR(backend_->Run(tokens.data() + start, len, position(), out, dst));
     tokens_.insert(tokens_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start),
                    tokens.begin() + static_cast<std::ptrdiff_t>(start + len));
   }
@@ -299,22 +290,19 @@ Status Session::EvalReusingPrefix(const std::vector<int32_t>& tokens, LogitsMode
 
 void Session::Reset() {
   tokens_.clear();
-  kv_.Clear();
-#ifdef POCKET_WITH_OPENCL
-  if (device_ != nullptr) device_->Clear();
-#endif
+  backend_->Clear();
   continuation_ = Continuation();
 }
 
 void Session::ReleaseScratch() {
-  executor_.ReleaseScratch();
-  kv_.Truncate(tokens_.size());
+  backend_->ReleaseScratch();
+  backend_->Truncate(tokens_.size());
 }
 
 void Session::Truncate(size_t n) {
   if (n >= tokens_.size()) return;
   tokens_.resize(n);
-  kv_.Truncate(n);
+  backend_->Truncate(n);
 }
 
 }  // namespace pocket

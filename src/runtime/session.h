@@ -1,13 +1,14 @@
-// A Session is one conversation with a Model: its KV cache, the tokens in
-// that cache (its position), the executor's scratch buffers and the chat
-// transcript. Use a session from one thread at a time, and not from the
-// callbacks of a Generate running on it (the C API refuses such calls with
+// A Session is one conversation with a Model: its state on the model's
+// backend (the KV cache and scratch buffers, backends/backend.h), the
+// tokens in that cache (its position) and the chat transcript. Use a session from one thread at a
+// time, and not from the callbacks of a Generate running on it (the C API refuses such calls with
 // kBusy, src/api/c_api.cc); several sessions may share one Model
 // concurrently (model.h).
 //
 // Memory budget (docs/memory.md): everything the session holds -- the
-// model's weights (counted in full by each session), KV pages, scratch and
-// logits -- stays within SessionOptions::budget_bytes. When the next tokens
+// model's weights (counted in full by each session, device memory
+// included), KV pages, scratch and logits -- stays within
+// SessionOptions::budget_bytes, counted from what the backend reports. When the next tokens
 // would not fit, policy kError fails the call (kBudgetExceeded, the session
 // unchanged) and kSlide drops the oldest tokens after the first sink tokens.
 #pragma once
@@ -17,11 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor.h"
-#include "runtime/kv_cache.h"
+#include "backends/backend.h"
 #include "runtime/memory.h"
 #include "runtime/model.h"
-#include "runtime/opencl_executor.h"
+#include "runtime/op_times.h"
 #include "tokenizer/chat_template.h"
 #include "util/status.h"
 
@@ -34,7 +34,9 @@ enum class KvPolicy {
 
 struct SessionOptions {
   KvType kv_type = KvType::kF16;
-  size_t kv_page_tokens = KvCache::kDefaultPageTokens;
+  // Positions per KV page on backends that page their cache (0: the
+  // backend's default, 64 on the CPU).
+  size_t kv_page_tokens = 64;
   // Prefill runs the prompt in chunks of this many tokens, which bounds the
   // scratch buffers (they hold one chunk).
   size_t prefill_chunk = 64;
@@ -99,8 +101,9 @@ class Session {
 
   // Every evaluation from now on adds its steps' wall times to *times (null
   // to stop; not owned): where a token's time goes, by kind of op. Only
-  // the CPU executor times its steps; a session on OpenCL adds nothing.
-  void set_op_times(OpTimes* times) { executor_.set_op_times(times); }
+  // backends whose capabilities say op_times time their steps; others add
+  // nothing.
+  void set_op_times(OpTimes* times) { backend_->set_op_times(times); }
 
   // Positions the budget and the context allow for kLast evaluation.
   size_t max_tokens() const { return TokenLimit(LogitsMode::kLast, 1); }
@@ -113,7 +116,9 @@ class Session {
   size_t context() const { return static_cast<size_t>(model_->config().context); }
   // Every token in the cache, in order.
   const std::vector<int32_t>& tokens() const { return tokens_; }
-  const KvCache& kv_cache() const { return kv_; }
+  // The session's state on the model's backend: its KV cache's and scratch
+  // buffers' bytes.
+  const BackendSession& backend_session() const { return *backend_; }
 
   // Generate's bookkeeping between calls (generate.h): tokens sampled but
   // not yet run through the model (they are fed before the next input), and
@@ -127,7 +132,7 @@ class Session {
   Continuation* continuation() { return &continuation_; }
 
  private:
-  // Unsupported on a session whose KV cache lives on a device.
+  // Unsupported on a backend that cannot export and import KV rows.
   Status CheckStateFilesSupported() const;
   // Budget bytes other than KV pages for evaluating n tokens in `mode`.
   struct Fixed {
@@ -145,17 +150,11 @@ class Session {
   Status CheckFinite(const std::vector<int32_t>& tokens, LogitsMode mode,
                      const std::vector<float>& logits);
   // kSlide: drops tokens after the sinks so that n more fit under `limit`.
-  void Slide(size_t n, size_t limit);
+  Status Slide(size_t n, size_t limit);
 
   const Model* model_;
   SessionOptions options_;
-  KvCache kv_;
-  Executor executor_;
-#ifdef POCKET_WITH_OPENCL
-  // Set when the model runs on OpenCL: it then holds the KV cache and
-  // activations on the device, and kv_ and executor_ stay empty.
-  std::unique_ptr<OpenClExecutor> device_;
-#endif
+  std::unique_ptr<BackendSession> backend_;
   std::vector<int32_t> tokens_;
   Continuation continuation_;
 };

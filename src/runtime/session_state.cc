@@ -7,7 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/cpu/ops.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/crc32c.h"
@@ -165,18 +164,12 @@ uint64_t MaxStateBytes(const Model& model) {
 
 }  // namespace
 
-// Save/Load read and write the host KV pages; an OpenCL session keeps its
-// cache on the device, which this file format does not cover (a documented
-// limit of the OpenCL backend, docs/gpu-kernels.md).
 Status Session::CheckStateFilesSupported() const {
-#ifdef POCKET_WITH_OPENCL
-  if (device_ != nullptr) {
-    return Status(StatusCode::kUnsupported,
-                  "session state files are not supported on the OpenCL backend (its KV cache "
-                  "lives on the device); use backend=cpu to save or load a session");
-  }
-#endif
-  return Status::Ok();
+  if (model_->backend().capabilities().state_rows) return Status::Ok();
+  return Errorf(StatusCode::kUnsupported,
+                "backend '%s' cannot save or load session states (it cannot export its KV "
+                "rows); use backend=cpu to save or load a session",
+                model_->backend().name());
 }
 
 Status Session::Save(const std::string& path) const {
@@ -197,7 +190,7 @@ Status Session::Save(const std::string& path) const {
     file.Write(data, size);
   };
   write(head.data(), head.size());
-  kv_.Write(tokens_.size(), write);
+  POCKET_RETURN_IF_ERROR(backend_->ExportRows(tokens_.size(), write));
   const std::string trailer = Trailer(continuation_);
   write(trailer.data(), trailer.size());
   file.Write(&crc, sizeof(crc));
@@ -275,7 +268,8 @@ Status Session::Load(const std::string& path) {
                   BudgetText(options_.budget_bytes).c_str(), limit);
   }
   const size_t ids = static_cast<size_t>(n_tokens + n_pending);
-  const size_t kv_bytes = kv_.SerializedBytes(n_tokens);
+  const size_t kv_bytes =
+      static_cast<size_t>(n_tokens) * KvStateRowBytes(model_->plan(), options_.kv_type);
   if (r.left() < ids * sizeof(int32_t) + kv_bytes + sizeof(crc)) {
     return corrupt("it is shorter than the token count it declares implies");
   }
@@ -286,7 +280,7 @@ Status Session::Load(const std::string& path) {
       return corrupt("a token id is outside the vocabulary");
   }
   const uint8_t* kv_rows = r.Here();
-  POCKET_RETURN_IF_ERROR(kv_.Validate(n_tokens, kv_rows, kv_bytes));
+  POCKET_RETURN_IF_ERROR(backend_->ValidateRows(n_tokens, kv_rows, kv_bytes));
   r.Skip(kv_bytes);
   Reader trailer(bytes.substr(bytes.size() - r.left(), r.left() - sizeof(crc)));
   std::string writer;
@@ -321,8 +315,8 @@ Status Session::Load(const std::string& path) {
   }
 
   Reset();
-  POCKET_RETURN_IF_ERROR(kv_.Reserve(n_tokens));
-  kv_.Read(n_tokens, kv_rows);
+  POCKET_RETURN_IF_ERROR(backend_->Reserve(n_tokens));
+  POCKET_RETURN_IF_ERROR(backend_->ImportRows(n_tokens, kv_rows));
   tokens_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_tokens));
   continuation_ = std::move(chat);
   continuation_.pending.assign(all.begin() + static_cast<std::ptrdiff_t>(n_tokens), all.end());

@@ -15,8 +15,8 @@
 
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/ops.h"
-#include "backends/cpu/reference_ops.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/reference/ops.h"
 #include "ops_test_util.h"
 #include "util/fp16.h"
 

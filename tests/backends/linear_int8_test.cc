@@ -12,8 +12,8 @@
 #include "backends/cpu/kernel_target.h"
 #include "backends/cpu/linear_int8.h"
 #include "backends/cpu/ops.h"
-#include "backends/cpu/reference_ops.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/reference/ops.h"
 #include "ops_test_util.h"
 
 namespace pocket::cpu {

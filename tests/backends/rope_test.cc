@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/ops.h"
-#include "backends/cpu/reference_ops.h"
+#include "backends/reference/ops.h"
 #include "ops_test_util.h"
 
 namespace pocket::cpu {

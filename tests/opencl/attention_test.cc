@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/cpu/reference_ops.h"
 #include "backends/opencl/kv_cache.h"
+#include "backends/reference/ops.h"
 #include "opencl/opencl_test_util.h"
 
 namespace pocket::opencl {
@@ -38,8 +38,7 @@ class HostKv {
   static constexpr size_t kPageTokens = 16;
   HostKv(KvType type, size_t row, size_t head_dim, size_t tokens) {
     const size_t pages = (tokens + kPageTokens - 1) / kPageTokens;
-    storage_.assign(2 * pages,
-                    std::vector<uint8_t>(kPageTokens * KvRowBytes(type, row, head_dim)));
+    storage_.assign(2 * pages, std::vector<uint8_t>(kPageTokens * KvRowBytes(type, row, head_dim)));
     for (size_t p = 0; p < pages; ++p) {
       k_.push_back(storage_[2 * p].data());
       v_.push_back(storage_[2 * p + 1].data());
@@ -97,12 +96,12 @@ TEST_P(AttentionTest, MatchesReference) {
   const std::vector<float> q = RandomFloats(c.n * q_width, rng);
 
   HostKv host(type, row, c.head_dim, total);
-  cpu::reference::KvAppend(host.view(), 0, k.data(), v.data(), c.n_past);
-  cpu::reference::KvAppend(host.view(), c.n_past, k.data() + c.n_past * row,
-                           v.data() + c.n_past * row, c.n);
+  reference::KvAppend(host.view(), 0, k.data(), v.data(), c.n_past);
+  reference::KvAppend(host.view(), c.n_past, k.data() + c.n_past * row, v.data() + c.n_past * row,
+                      c.n);
   std::vector<float> want(c.n * q_width);
-  cpu::reference::Attention(q.data(), c.n, c.n_past, host.view(), c.n_heads, c.n_kv_heads,
-                            c.head_dim, want.data());
+  reference::Attention(q.data(), c.n, c.n_past, host.view(), c.n_heads, c.n_kv_heads, c.head_dim,
+                       want.data());
 
   // Grow in small steps so the appends cross at least one reallocation.
   DeviceKvCache cache(ctx, {0, row}, {0, c.head_dim}, type, /*grow_tokens=*/8,

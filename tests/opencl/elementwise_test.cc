@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/reference_ops.h"
+#include "backends/reference/ops.h"
 #include "opencl/opencl_test_util.h"
 
 namespace pocket::opencl {
@@ -32,7 +32,7 @@ TEST(RmsNormTest, MatchesReference) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const std::vector<float> x = RandomFloats(n * d, rng, -3.0f, 3.0f);
     std::vector<float> want(n * d);
-    cpu::reference::RmsNorm(x.data(), w.data(), n, d, 1e-6f, want.data());
+    reference::RmsNorm(x.data(), w.data(), n, d, 1e-6f, want.data());
     const Buffer x_buf = UploadFloats(ctx, x);
     const Buffer out_buf = UploadFloats(ctx, std::vector<float>(n * d));
     Status s = RmsNorm(ctx, Span{&x_buf, 0}, w_buf, n, d, 1e-6f, Span{&out_buf, 0});
@@ -56,7 +56,7 @@ TEST(HeadRmsNormTest, MatchesReference) {
     SCOPED_TRACE("n=" + std::to_string(n));
     std::vector<float> want = RandomFloats(n * n_heads * head_dim, rng, -2.0f, 2.0f);
     const Buffer x_buf = UploadFloats(ctx, want);
-    cpu::reference::HeadRmsNorm(want.data(), w.data(), n, n_heads, head_dim, 1e-6f);
+    reference::HeadRmsNorm(want.data(), w.data(), n, n_heads, head_dim, 1e-6f);
     const Status s = HeadRmsNorm(ctx, Span{&x_buf, 0}, w_buf, n, n_heads, head_dim, 1e-6f);
     ASSERT_TRUE(s.ok()) << s.ToString();
     ExpectClose(DownloadFloats(ctx, x_buf, 0, want.size()), want, 1e-6f, kNormRelTol);
@@ -77,8 +77,7 @@ TEST_P(RopeTest, MatchesReferenceExactly) {
     const size_t off = n_heads * head_dim;  // one row before the data
     std::vector<float> x = RandomFloats(off + n * n_heads * head_dim, rng);
     const Buffer x_buf = UploadFloats(ctx, x);
-    cpu::reference::Rope(x.data() + off, n, n_heads, head_dim, positions.data(), 10000.0f,
-                         GetParam());
+    reference::Rope(x.data() + off, n, n_heads, head_dim, positions.data(), 10000.0f, GetParam());
     const Status s =
         Rope(ctx, Span{&x_buf, off}, n, n_heads, head_dim, positions.data(), 10000.0f, GetParam());
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -105,8 +104,8 @@ TEST(SwigluAddTest, MatchReference) {
     const std::vector<float> a = RandomFloats(count, rng, -6.0f, 6.0f);
     const std::vector<float> b = RandomFloats(count, rng, -2.0f, 2.0f);
     std::vector<float> want_swiglu(count), want_add(count);
-    cpu::reference::Swiglu(a.data(), b.data(), count, want_swiglu.data());
-    cpu::reference::Add(a.data(), b.data(), count, want_add.data());
+    reference::Swiglu(a.data(), b.data(), count, want_swiglu.data());
+    reference::Add(a.data(), b.data(), count, want_add.data());
     const Buffer a_buf = UploadFloats(ctx, a);
     const Buffer b_buf = UploadFloats(ctx, b);
     const Buffer out_buf = UploadFloats(ctx, std::vector<float>(count));

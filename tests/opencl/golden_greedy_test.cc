@@ -123,7 +123,7 @@ TEST(OpenClModelTest, UnknownBackendNamesTheAvailableOnes) {
   options.backend = "vulkan";
   auto m = Model::Load(testing_stories::StoriesPath(), options);
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(m.status().message().find("opencl"), std::string::npos) << m.status().message();
 }
 

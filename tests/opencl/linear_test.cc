@@ -6,8 +6,8 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/cpu/reference_ops.h"
 #include "backends/opencl/weights.h"
+#include "backends/reference/ops.h"
 #include "opencl/opencl_test_util.h"
 
 namespace pocket::opencl {
@@ -52,8 +52,8 @@ TEST_P(WeightTest, LinearMatchesReference) {
       const size_t x_off = 2 * cols, out_off = 3 * rows;
       const std::vector<float> x = RandomFloats(x_off + n * cols, rng);
       std::vector<float> want(n * rows);
-      cpu::reference::Linear(x.data() + x_off, n, w.view, with_bias ? bias.data() : nullptr,
-                             want.data());
+      reference::Linear(x.data() + x_off, n, w.view, with_bias ? bias.data() : nullptr,
+                        want.data());
 
       const Buffer x_buf = UploadFloats(ctx, x);
       const Buffer out_buf = UploadFloats(ctx, std::vector<float>(out_off + n * rows, -7.0f));
@@ -85,7 +85,7 @@ TEST_P(WeightTest, EmbedMatchesReference) {
     for (auto& id : ids) id = static_cast<int32_t>(rng() % vocab);
     ids.back() = vocab - 1;
     std::vector<float> want(n * d);
-    cpu::reference::Embed(table.view, ids.data(), n, want.data());
+    reference::Embed(table.view, ids.data(), n, want.data());
     const size_t off = d;
     const Buffer out_buf = UploadFloats(ctx, std::vector<float>(off + n * d));
     const Status s = Embed(ctx, dt, ids.data(), n, Span{&out_buf, off});
@@ -132,7 +132,7 @@ TEST_P(Rows16UploadTest, WeightStoreUnpacksToPlanar) {
   const size_t n = 3;
   const std::vector<float> x = RandomFloats(n * cols, rng);
   std::vector<float> want(n * rows);
-  cpu::reference::Linear(x.data(), n, packed.view, nullptr, want.data());
+  reference::Linear(x.data(), n, packed.view, nullptr, want.data());
   const Buffer x_buf = UploadFloats(ctx, x);
   const Buffer out_buf = UploadFloats(ctx, std::vector<float>(n * rows));
   const Status s = Linear(ctx, Span{&x_buf, 0}, n, *dw, nullptr, Span{&out_buf, 0});
@@ -141,7 +141,7 @@ TEST_P(Rows16UploadTest, WeightStoreUnpacksToPlanar) {
 
   const std::vector<int32_t> ids = {0, 17, 47};
   std::vector<float> want_rows(ids.size() * cols);
-  cpu::reference::Embed(packed.view, ids.data(), ids.size(), want_rows.data());
+  reference::Embed(packed.view, ids.data(), ids.size(), want_rows.data());
   const Buffer rows_buf = UploadFloats(ctx, std::vector<float>(ids.size() * cols));
   ASSERT_TRUE(Embed(ctx, *dw, ids.data(), ids.size(), Span{&rows_buf, 0}).ok());
   ExpectClose(DownloadFloats(ctx, rows_buf, 0, ids.size() * cols), want_rows, 0.0f, 0.0f);

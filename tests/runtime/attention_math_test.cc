@@ -2,6 +2,8 @@
 // a model with q4/q8 Linears, f32 with the f32 maths or plain weights.
 #include <gtest/gtest.h>
 
+#include "backends/cpu/ops.h"
+
 #include "tests/runtime/qwen3_fixture.h"
 
 namespace pocket {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/executor.h"
 #include "runtime/generate.h"
 #include "runtime/memory.h"
 #include "tests/runtime/qwen3_fixture.h"
@@ -43,8 +44,8 @@ TEST(MemoryTest, Q8HoldsAtLeast1_9TimesTheTokensOfF16) {
       << f16_tokens << " vs " << q8_tokens;
   // Per token: 2 layers x K and V x 64 values, 2 bytes (f16) or 1 + a 2-byte
   // scale per 64 (q8); pages of 64 tokens.
-  EXPECT_EQ((*f16)->kv_cache().page_bytes(), 2u * 2 * 64 * 2 * 64);
-  EXPECT_EQ((*q8)->kv_cache().page_bytes(), 2u * 2 * (64 + 2) * 64);
+  EXPECT_EQ((*f16)->backend_session().kv_page_bytes(), 2u * 2 * 64 * 2 * 64);
+  EXPECT_EQ((*q8)->backend_session().kv_page_bytes(), 2u * 2 * (64 + 2) * 64);
 }
 
 TEST(MemoryTest, UsageByCategory) {
@@ -61,7 +62,7 @@ TEST(MemoryTest, UsageByCategory) {
   const MemoryUsage m = (*session)->memory();
   EXPECT_EQ(m.weights, params_bytes);
   EXPECT_GT(m.model, 0u);
-  EXPECT_EQ(m.kv, 2 * (*session)->kv_cache().page_bytes());
+  EXPECT_EQ(m.kv, 2 * (*session)->backend_session().kv_page_bytes());
   EXPECT_EQ(m.tokens, 70u);
   EXPECT_EQ(m.budget, 300 * kMiB);
   EXPECT_EQ(m.max_tokens, 512u);  // the context limits this tiny model
@@ -70,9 +71,9 @@ TEST(MemoryTest, UsageByCategory) {
   // The file was just read, so the kernel holds its pages.
   EXPECT_GT(m.weights_resident, 0u);
   // A prefill chunk keeps one row of logits, not 64.
-  EXPECT_EQ(m.scratch, Executor::ScratchBytesFor(model->plan(), 64, Executor::Output::kLastRow));
+  EXPECT_EQ(m.scratch, cpu::Executor::ScratchBytesFor(model->plan(), 64, BackendOutput::kLastRow));
   EXPECT_LT(m.scratch + 63 * 512 * sizeof(float),
-            Executor::ScratchBytesFor(model->plan(), 64, Executor::Output::kAllRows));
+            cpu::Executor::ScratchBytesFor(model->plan(), 64, BackendOutput::kAllRows));
 }
 
 TEST(MemoryTest, BudgetTooSmallForTheModelIsAnErrorAtCreation) {
@@ -87,7 +88,7 @@ TEST(MemoryTest, BudgetTooSmallForTheModelIsAnErrorAtCreation) {
   // 1.4 MiB before the KV cache and 0.04 MiB per page, plus the 2 MiB huge
   // page the OS may commit for the cache's range where it has one.
   options.budget_bytes = 0;
-  const bool huge = Session(model, options).kv_cache().commit_slack() == 2 * kMiB;
+  const bool huge = Session(model, options).backend_session().kv_commit_slack() == 2 * kMiB;
   const std::string at_least = huge ? "at least 4 MiB" : "at least 2 MiB";
   for (const std::string& part : {std::string("memory budget of 1 MiB is too small"),
                                   std::string("weights 1."), std::string("before any KV"),
@@ -103,10 +104,10 @@ SessionOptions BudgetForPages(const Model* model, size_t pages, KvType type) {
   options.budget_bytes = 0;
   Session probe(model, options);
   const size_t fixed = model->weight_bytes() + model->model_bytes() +
-                       Executor::ScratchBytesFor(model->plan(), 64, Executor::Output::kLastRow) +
+                       cpu::Executor::ScratchBytesFor(model->plan(), 64, BackendOutput::kLastRow) +
                        static_cast<size_t>(model->config().vocab) * 12;
-  options.budget_bytes =
-      fixed + pages * probe.kv_cache().page_bytes() + probe.kv_cache().commit_slack() + 100;
+  options.budget_bytes = fixed + pages * probe.backend_session().kv_page_bytes() +
+                         probe.backend_session().kv_commit_slack() + 100;
   return options;
 }
 
@@ -126,7 +127,7 @@ TEST(MemoryTest, ErrorPolicyFailsAtTheBudgetAndKeepsTheSession) {
     EXPECT_NE(s.message().find(part), std::string::npos) << part << " in: " << s.message();
   }
   EXPECT_EQ(session.position(), 120u);
-  EXPECT_EQ(session.kv_cache().bytes(), 2 * session.kv_cache().page_bytes());
+  EXPECT_EQ(session.backend_session().kv_bytes(), 2 * session.backend_session().kv_page_bytes());
   // Still usable: what fits goes in and gives the logits a fresh session
   // gives.
   ASSERT_TRUE(session.Eval(std::vector<int32_t>(8, 407), LogitsMode::kLast, &logits).ok());

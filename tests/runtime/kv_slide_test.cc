@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/executor.h"
 #include "runtime/generate.h"
 #include "tests/runtime/stories_fixture.h"
 
@@ -61,7 +62,9 @@ TEST(KvTypeTest, Q8NextTokenDistributionWithinKl1e3OfF16After400Tokens) {
 // f32 rows.
 void ExpectLayer0Equal(const Session& a, const Session& b, float steps) {
   ASSERT_EQ(a.tokens(), b.tokens());
-  const cpu::KvView va = a.kv_cache().View(0), vb = b.kv_cache().View(0);
+  // Both run on the CPU backend, whose session is a cpu::Executor.
+  const cpu::KvView va = static_cast<const cpu::Executor&>(a.backend_session()).kv_cache().View(0);
+  const cpu::KvView vb = static_cast<const cpu::Executor&>(b.backend_session()).kv_cache().View(0);
   std::vector<float> ra(va.row_stride), rb(vb.row_stride);
   for (size_t t = 0; t < a.position(); ++t) {
     for (int kv = 0; kv < 2; ++kv) {
@@ -95,7 +98,8 @@ TEST(SlideTest, KeepsSinksAndNewestWithPositionsReencoded) {
       ASSERT_TRUE(
           sliding.Eval({ids.begin() + at, ids.begin() + at + n}, LogitsMode::kLast, &logits).ok());
       ASSERT_LE(sliding.position(), 512u);
-      ASSERT_LE(sliding.kv_cache().bytes(), 512 / 16 * sliding.kv_cache().page_bytes());
+      ASSERT_LE(sliding.backend_session().kv_bytes(),
+                512 / 16 * sliding.backend_session().kv_page_bytes());
       at += n;
     }
     const std::vector<int32_t>& kept = sliding.tokens();
@@ -129,7 +133,7 @@ TEST(SlideTest, GenerationGoesOnPastTheContextInBoundedMemory) {
   ASSERT_TRUE(Generate(
                   &session, "Once upon a time", o,
                   [&](std::string_view, int32_t) {
-                    max_bytes = std::max(max_bytes, session.kv_cache().bytes());
+                    max_bytes = std::max(max_bytes, session.backend_session().kv_bytes());
                     return true;
                   },
                   &r)
@@ -137,7 +141,7 @@ TEST(SlideTest, GenerationGoesOnPastTheContextInBoundedMemory) {
   EXPECT_EQ(r.ids.size(), 1200u);
   EXPECT_EQ(r.stop, "length");
   EXPECT_LE(session.position(), 512u);
-  EXPECT_LE(max_bytes, 512 / 64 * session.kv_cache().page_bytes());
+  EXPECT_LE(max_bytes, 512 / 64 * session.backend_session().kv_page_bytes());
 
   // Policy kError stops at the context instead.
   Session bounded(model, SessionOptions());

@@ -75,7 +75,7 @@ TEST(SessionTest, PromptLongerThanContext) {
             std::string::npos)
       << s.message();
   EXPECT_EQ(session.position(), 0u);
-  EXPECT_EQ(session.kv_cache().bytes(), 0u);
+  EXPECT_EQ(session.backend_session().kv_bytes(), 0u);
   ExpectGolden(&session, 40);
 }
 
@@ -333,20 +333,20 @@ TEST(SessionTest, KvPagesGrowOnDemandAndAreReturned) {
   const Model* model = testing_stories::StoriesModel();
   ASSERT_NE(model, nullptr);
   Session session(model, SessionOptions());
-  EXPECT_EQ(session.kv_cache().bytes(), 0u);
+  EXPECT_EQ(session.backend_session().kv_bytes(), 0u);
   std::vector<float> logits;
   ASSERT_TRUE(session.Eval({1, 403}, LogitsMode::kLast, &logits).ok());
-  const size_t one_page = session.kv_cache().page_bytes();
+  const size_t one_page = session.backend_session().kv_page_bytes();
   // 5 layers x K and V x 4 kv heads x 8 dims x 64 tokens x 2 bytes.
   EXPECT_EQ(one_page, 5u * 2 * 32 * 64 * 2);
-  EXPECT_EQ(session.kv_cache().bytes(), one_page);
+  EXPECT_EQ(session.backend_session().kv_bytes(), one_page);
   ASSERT_TRUE(session.Eval(std::vector<int32_t>(70, 403), LogitsMode::kLast, &logits).ok());
-  EXPECT_EQ(session.kv_cache().bytes(), 2 * one_page);
+  EXPECT_EQ(session.backend_session().kv_bytes(), 2 * one_page);
   session.Truncate(10);
   EXPECT_EQ(session.position(), 10u);
-  EXPECT_EQ(session.kv_cache().bytes(), one_page);
+  EXPECT_EQ(session.backend_session().kv_bytes(), one_page);
   session.Reset();
-  EXPECT_EQ(session.kv_cache().bytes(), 0u);
+  EXPECT_EQ(session.backend_session().kv_bytes(), 0u);
 }
 
 }  // namespace

@@ -2,13 +2,14 @@
 // weights read straight from the mapped file in their stored dtype.
 // Each op is written once in Highway (kernels/cpu/<op>-inl.h), compiled for
 // every x86/ARM target and picked at run time; the scalar reference of each
-// op lives in reference_ops.h and is what the tests compare against.
+// op lives in backends/reference/ops.h and is what the tests compare against.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/kv_pages.h"
 #include "format/dtype.h"
 #include "format/model_config.h"
 #include "graph/kv_type.h"
@@ -19,60 +20,10 @@ namespace pocket::cpu {
 
 class ThreadPool;
 
-
-// The KV cache as the attention kernel sees it: positions [0, n_past + n)
-// of one layer, stored in pages of `page_tokens` tokens. Page p holds tokens
-// [p * page_tokens, (p + 1) * page_tokens); j = t % page_tokens is token t's
-// slot in its page. A token's row is its n_kv_heads * head_dim values.
-//
-// K pages are channel-major, element i of row t at element i * page_tokens
-// + j of k_pages[p], so one kv head's keys for consecutive positions are
-// consecutive and attention scores a whole vector of positions per
-// multiply-add, with no sums across lanes. V pages are head-major, element i
-// of row t at ((i / head_dim) * page_tokens + j) * head_dim + i % head_dim
-// of v_pages[p], so one kv head's values for a run of positions are one
-// contiguous run (head_dim 0 counts as row_stride: one head). KvElemIndex
-// gives both. Elements are f32, f16 or (q8) int8 codes.
-//
-// bf16 pages hold the operands of the bf16 attention products
-// (attention_bf16-inl.h) as they are, so that attention reads them in place
-// instead of converting every block: K is channel-major by pairs of channels,
-// element i of slot j at (i & ~1) * page_tokens + 2 j + (i & 1) (one 32-bit
-// word holds channels i and i + 1 of a position); V is head-major by pairs
-// of positions, channel c of head h in slot j at h * page_tokens * head_dim
-// + (j & ~1) * head_dim + 2 c + (j & 1) (one word holds slots j and j + 1 of
-// a channel). An odd last channel or slot has no partner and takes one
-// element per position or channel. Attention needs page_tokens to be a
-// multiple of 16 with bf16 (whole vectors of positions lie in one page).
-//
-// q8 K pages hold the operands of the int8 q . k products
-// (attention_int8-inl.h) as they are: channel-major by quads of a head's
-// channels, channel c of head h in slot j at (h * head_dim + g) * page_tokens
-// + j * w + c % 4, with g = c & ~3 and w = min(4, head_dim - g) (one 32-bit
-// word holds channels g .. g + 3 of a position; a head's last quad is
-// narrower when head_dim is not a multiple of 4). q8 V pages are head-major
-// as above.
-// q8 pages hold, after the codes of all the page's tokens, one f16 scale per
-// (kv head, token), head-major: the scale of head h of the token in slot j is
-// f16 number h * page_tokens + j, so a block of positions' scales is one run.
-// A q8 head row y is quantized as code * scale with scale = max|y| / 127.
-// Attention multiplies the scores by the K scales and the softmax weights by
-// the V scales, once per position, and widens the codes as the other types.
-// When head_dim is a power of two, y is the head's values x in the
-// orthonormal Walsh-Hadamard basis, y = H x with H[i][j] = (-1)^popcount(i &
-// j) / sqrt(head_dim), so x = H y: a few large channels (common in K) are
-// spread over the whole row and no longer set the step for the small ones.
-// Dot products are unchanged by H, so attention rotates the query instead of
-// every row, and its output once at the end. Other head_dims store x itself.
-struct KvView {
-  KvType type = KvType::kF16;
-  void* const* k_pages = nullptr;
-  void* const* v_pages = nullptr;
-  size_t page_tokens = 0;
-  size_t row_stride = 0;  // elements per token row (n_kv_heads * head_dim)
-  size_t head_dim = 0;    // elements per kv head (q8 scale, V run); must divide row_stride
-};
-
+// The paged KV cache (KvView, its layouts) and attention's maths are the
+// host backends' shared vocabulary (backends/kv_pages.h).
+using ::pocket::AttentionMath;
+using ::pocket::KvView;
 
 // Values per kv head as the layouts count them (head_dim 0: one head).
 inline size_t KvHeadSize(const KvView& kv) {
@@ -80,7 +31,7 @@ inline size_t KvHeadSize(const KvView& kv) {
 }
 
 // The element of `pages` (kv.k_pages or kv.v_pages) that holds element i of
-// the row of the token in slot j of its page (layouts above).
+// the row of the token in slot j of its page (kv_pages.h's layouts).
 inline size_t KvElemIndex(const KvView& kv, void* const* pages, size_t j, size_t i) {
   const size_t head = KvHeadSize(kv);
   if (kv.type == KvType::kBf16) {
@@ -111,12 +62,12 @@ inline size_t KvValueStride(const KvView& kv, void* const* pages) {
 }
 
 // q8: the byte offset in its page of the f16 scale of kv head h of the token
-// in slot j (layout above).
+// in slot j (kv_pages.h).
 inline size_t KvScaleOffset(const KvView& kv, size_t j, size_t h) {
   return kv.page_tokens * kv.row_stride + (h * kv.page_tokens + j) * 2;
 }
 
-// Whether q8 rows of `kv` are stored in the Hadamard basis (see above).
+// Whether q8 rows of `kv` are stored in the Hadamard basis (kv_pages.h).
 inline bool KvRotated(const KvView& kv) {
   return kv.type == KvType::kQ8 && kv.head_dim > 1 && (kv.head_dim & (kv.head_dim - 1)) == 0;
 }
@@ -183,30 +134,6 @@ void KvAppend(const KvView& kv, size_t n_past, const float* k, const float* v, s
 // in a row; asked for a Linear earlier, they arrive meanwhile. t's page
 // must exist, as for KvAppend.
 void KvPrefetchAppend(const KvView& kv, size_t t);
-// How Attention multiplies q . k and the softmax weights with V (q8 codes
-// are exact in every form; their scales multiply the f32 scores and the
-// weights).
-enum class AttentionMath : uint8_t {
-  // f32 products: within f32 rounding of the exact result.
-  kF32 = 0,
-  // q, K, V and the weights rounded to bf16, products summed in f32: twice
-  // the multiply-adds per instruction (vdpbf16ps). Each output moves by at
-  // most 2^-8 max|v| from the weights' rounding, besides what the rounded
-  // q, K, V change (docs/kernels.md). Only where AttentionBf16Available()
-  // and head_dim is a multiple of 16; elsewhere kF32. For a q8 cache it
-  // asks for kInt8 (AttentionMathFor).
-  kBf16 = 1,
-  // q8 caches: each query row quantized to int8 codes with one scale
-  // (max|q| / 127, nearest even, in the basis the rows are stored in) and
-  // q . k summed in int32 with the cached codes, four products per
-  // instruction (dpbusd, sdot); the softmax weights multiply V's codes in
-  // f32. The query's rounding moves a score by at most sum |k| scale_q / 2
-  // (docs/kernels.md); on AVX3_DL the weights are also rounded to int16
-  // steps of each block's largest, at most 64 / 65534 max|v| more. Where
-  // the target has an int8 dot product (kernels/cpu/int8_dot-inl.h),
-  // page_tokens is a multiple of 16 and head_dim of 4; elsewhere kF32.
-  kInt8 = 2,
-};
 // The products Attention makes for `kv` when asked for `math`: kF32 stays;
 // kBf16 and kInt8 mean the fastest this CPU and cache allow, kInt8 for a
 // q8 cache, kBf16 for the others, each where its conditions hold, else

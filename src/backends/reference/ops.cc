@@ -1,4 +1,4 @@
-#include "backends/cpu/reference_ops.h"
+#include "backends/reference/ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "util/fp16.h"
 
-namespace pocket::cpu::reference {
+namespace pocket::reference {
 namespace {
 
 uint16_t LoadU16(const uint8_t* p) {
@@ -47,7 +47,7 @@ StoredWeight Rows16Weight(const WeightView& w, size_t row, size_t col) {
   return w.dtype == DType::kQ8 ? Rows16Q8Weight(w, row, col) : Rows16Q4Weight(w, row, col);
 }
 
-// Address of element i of cache row t in a K or V page table (ops.h): K
+// Address of element i of cache row t in a K or V page table (kv_pages.h): K
 // channel-major, V head-major, whatever the element type; bf16 K by pairs of
 // channels and V by pairs of positions, where the partner exists.
 uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
@@ -76,13 +76,13 @@ uint8_t* KvElem(const KvView& kv, void* const* pages, size_t t, size_t i) {
 }
 
 // q8: address of the f16 scale of element i of row t: after the page's
-// codes, head-major (ops.h's page layout).
+// codes, head-major (kv_pages.h).
 uint8_t* KvScale(const KvView& kv, void* const* pages, size_t t, size_t i) {
   return static_cast<uint8_t*>(pages[t / kv.page_tokens]) + kv.page_tokens * kv.row_stride +
          ((i / kv.head_dim) * kv.page_tokens + t % kv.page_tokens) * 2;
 }
 
-// q8 with a power-of-two head_dim: head rows are stored as H x (ops.h).
+// q8 with a power-of-two head_dim: head rows are stored as H x (kv_pages.h).
 bool Rotated(const KvView& kv) {
   return kv.type == KvType::kQ8 && kv.head_dim > 1 && (kv.head_dim & (kv.head_dim - 1)) == 0;
 }
@@ -471,4 +471,26 @@ void KvShift(const KvView& kv, size_t dst, size_t src, size_t count, const KvRop
   }
 }
 
-}  // namespace pocket::cpu::reference
+void KvReadRow(const KvView& kv, void* const* pages, size_t t, uint8_t* bytes) {
+  const size_t elem = KvElemBytes(kv.type);
+  for (size_t i = 0; i < kv.row_stride; ++i)
+    std::memcpy(bytes + i * elem, KvElem(kv, pages, t, i), elem);
+  if (kv.type != KvType::kQ8) return;
+  bytes += kv.row_stride;
+  for (size_t i = 0; i < kv.row_stride; i += kv.head_dim, bytes += 2) {
+    std::memcpy(bytes, KvScale(kv, pages, t, i), 2);
+  }
+}
+
+void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* bytes) {
+  const size_t elem = KvElemBytes(kv.type);
+  for (size_t i = 0; i < kv.row_stride; ++i)
+    std::memcpy(KvElem(kv, pages, t, i), bytes + i * elem, elem);
+  if (kv.type != KvType::kQ8) return;
+  bytes += kv.row_stride;
+  for (size_t i = 0; i < kv.row_stride; i += kv.head_dim, bytes += 2) {
+    std::memcpy(KvScale(kv, pages, t, i), bytes, 2);
+  }
+}
+
+}  // namespace pocket::reference

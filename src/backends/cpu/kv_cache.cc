@@ -1,10 +1,10 @@
-#include "runtime/kv_cache.h"
+#include "backends/cpu/kv_cache.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <utility>
 
-namespace pocket {
+namespace pocket::cpu {
 
 // AddressSanitizer puts red zones around each allocation, so pages allocated
 // one by one catch a kernel reading past its page; in one range it would
@@ -97,13 +97,12 @@ Status KvCache::Reserve(size_t n_tokens) {
 
 void KvCache::Truncate(size_t n_tokens) { FreeFrom((n_tokens + page_tokens_ - 1) / page_tokens_); }
 
-void KvCache::Drop(size_t begin, size_t count, size_t n_tokens,
-                   const std::vector<KvRope>& rope) {
+void KvCache::Drop(size_t begin, size_t count, size_t n_tokens, const std::vector<KvRope>& rope) {
   if (count == 0 || begin + count > n_tokens) return;
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
-    cpu::KvShift(View(static_cast<int>(l)), begin, begin + count, n_tokens - begin - count,
-                 l < rope.size() ? rope[l] : KvRope());
+    KvShift(View(static_cast<int>(l)), begin, begin + count, n_tokens - begin - count,
+            l < rope.size() ? rope[l] : KvRope());
   }
   Truncate(n_tokens - count);
 }
@@ -112,11 +111,11 @@ void KvCache::Write(size_t n_tokens, const ByteSink& sink) const {
   std::vector<uint8_t> bytes;
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
-    const cpu::KvView view = View(static_cast<int>(l));
+    const KvView view = View(static_cast<int>(l));
     bytes.resize(KvRowBytes(type_, view.row_stride, view.head_dim));
     for (void* const* pages : {view.k_pages, view.v_pages}) {
       for (size_t t = 0; t < n_tokens; ++t) {
-        cpu::KvReadRow(view, pages, t, bytes.data());
+        KvReadRow(view, pages, t, bytes.data());
         sink(bytes.data(), bytes.size());
       }
     }
@@ -134,15 +133,15 @@ Status KvCache::Validate(size_t n_tokens, const uint8_t* data, size_t size) cons
   std::vector<float> values;
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
-    cpu::KvView view = View(static_cast<int>(l));
+    KvView view = View(static_cast<int>(l));
     const size_t row = KvRowBytes(type_, view.row_stride, view.head_dim);
     page.resize(row);
     values.resize(view.row_stride);
     void* pages[1] = {page.data()};
     view.page_tokens = 1;
     for (size_t i = 0; i < 2 * n_tokens; ++i, data += row) {
-      cpu::KvWriteRow(view, pages, 0, data);
-      cpu::KvRowToF32(view, pages, 0, values.data());
+      KvWriteRow(view, pages, 0, data);
+      KvRowToF32(view, pages, 0, values.data());
       for (float x : values) {
         if (!std::isfinite(x)) {
           return Errorf(StatusCode::kCorruptFile,
@@ -159,10 +158,10 @@ Status KvCache::Validate(size_t n_tokens, const uint8_t* data, size_t size) cons
 void KvCache::Read(size_t n_tokens, const uint8_t* data) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].row_elems == 0) continue;
-    const cpu::KvView view = View(static_cast<int>(l));
+    const KvView view = View(static_cast<int>(l));
     const size_t row = KvRowBytes(type_, view.row_stride, view.head_dim);
     for (void* const* pages : {view.k_pages, view.v_pages}) {
-      for (size_t t = 0; t < n_tokens; ++t, data += row) cpu::KvWriteRow(view, pages, t, data);
+      for (size_t t = 0; t < n_tokens; ++t, data += row) KvWriteRow(view, pages, t, data);
     }
   }
 }
@@ -184,9 +183,9 @@ void KvCache::FreeFrom(size_t first_page) {
   }
 }
 
-cpu::KvView KvCache::View(int layer) const {
+KvView KvCache::View(int layer) const {
   const Layer& l = layers_[static_cast<size_t>(layer)];
-  cpu::KvView view;
+  KvView view;
   view.type = type_;
   view.k_pages = l.k.data();
   view.v_pages = l.v.data();
@@ -196,4 +195,4 @@ cpu::KvView KvCache::View(int layer) const {
   return view;
 }
 
-}  // namespace pocket
+}  // namespace pocket::cpu

@@ -1,8 +1,8 @@
-// The KV cache of one session: for every layer, K and V rows stored in
+// The CPU backend's KV cache of one session: for every layer, K and V rows stored in
 // fixed-size pages that are allocated as positions grow (never the whole
 // context up front) and given back on Truncate/Clear. All byte accounting is
 // here (bytes(), BytesFor(), commit_slack()), so the session's memory budget
-// sits on top of it. Rows are f32, f16, bf16 or q8 (backends/cpu/ops.h gives
+// sits on top of it. Rows are f32, f16, bf16 or q8 (backends/kv_pages.h gives
 // the page layout).
 //
 // Pages are carved in order from one address range reserved for the whole
@@ -28,10 +28,11 @@
 #include <vector>
 
 #include "backends/cpu/ops.h"
+#include "graph/kv_type.h"
 #include "util/huge_page_buffer.h"
 #include "util/status.h"
 
-namespace pocket {
+namespace pocket::cpu {
 
 class KvCache {
  public:
@@ -56,7 +57,7 @@ class KvCache {
   void Clear() { Truncate(0); }
   // Of the n_tokens held, forgets positions [begin, begin + count): the rows
   // after them move down by `count` positions (K re-encoded with each
-  // layer's `rope`, see cpu::KvShift) and the pages no longer needed are
+  // layer's `rope`, see KvShift) and the pages no longer needed are
   // freed.
   void Drop(size_t begin, size_t count, size_t n_tokens, const std::vector<KvRope>& rope);
 
@@ -73,7 +74,7 @@ class KvCache {
   // Bytes Write produces for n_tokens.
   size_t SerializedBytes(size_t n_tokens) const { return n_tokens * row_bytes_; }
 
-  cpu::KvView View(int layer) const;
+  KvView View(int layer) const;
   KvType type() const { return type_; }
   size_t page_tokens() const { return page_tokens_; }
   // Positions the allocated pages can hold.
@@ -112,4 +113,4 @@ class KvCache {
   size_t arena_stride_ = 0;                // bytes of one page of all layers in arena_
 };
 
-}  // namespace pocket
+}  // namespace pocket::cpu

@@ -1,0 +1,291 @@
+// The OpenCL backend (registry name "opencl"): the model's weights are
+// uploaded once (OpenClBackend, shared by its sessions) and each session
+// keeps its activations and KV cache on the device (OpenClSession); only
+// the logits come back to the host. The plan walker gives the steps and
+// their rows, as on the CPU, op for op.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "backends/opencl/context.h"
+#include "backends/opencl/device_info.h"
+#include "backends/opencl/kv_cache.h"
+#include "backends/opencl/ops.h"
+#include "backends/opencl/weights.h"
+#include "backends/plan_walker.h"
+#include "backends/registry.h"
+
+namespace pocket {
+namespace opencl {
+namespace {
+
+// Positions the KV buffers grow by.
+constexpr size_t kKvGrowTokens = 64;
+
+constexpr uint32_t kKvTypes =
+    KvTypeBit(KvType::kF32) | KvTypeBit(KvType::kF16) | KvTypeBit(KvType::kQ8);
+
+// The device, and every weight of the plan on it.
+class OpenClBackend final : public Backend {
+ public:
+  // NotFound when the machine has no OpenCL device; BudgetExceeded when the
+  // weights do not fit in its memory.
+  static StatusOr<std::unique_ptr<Backend>> Create(const BackendContext& context);
+
+  const char* name() const override { return "opencl"; }
+  BackendCapabilities capabilities() const override {
+    BackendCapabilities c;
+    c.kv_types = kKvTypes;
+    return c;
+  }
+  KvType default_kv_type() const override { return KvType::kF16; }
+  size_t device_weight_bytes() const override { return weights_->bytes(); }
+  // The host thread that enqueues the kernels.
+  int threads() const override { return 1; }
+  std::unique_ptr<BackendSession> NewSession(const BackendSessionOptions& options) const override;
+
+  // Device copies of a plan step's weights (unused ones are null).
+  struct StepWeights {
+    DeviceWeight weight;
+    const Buffer* norm = nullptr;
+    const Buffer* bias = nullptr;
+  };
+  const StepWeights& step(size_t i) const { return steps_[i]; }
+  const Plan& plan() const { return *plan_; }
+  // The context runs one session's ops at a time (kernel arguments are
+  // shared state): hold mutex() while using it.
+  Context* context() const { return ctx_.get(); }
+  std::mutex& mutex() const { return mutex_; }
+
+ private:
+  OpenClBackend() = default;
+
+  const Plan* plan_ = nullptr;
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<WeightStore> weights_;
+  std::vector<StepWeights> steps_;
+  mutable std::mutex mutex_;
+};
+
+StatusOr<std::unique_ptr<Backend>> OpenClBackend::Create(const BackendContext& context) {
+  const Plan& plan = *context.plan;
+  std::unique_ptr<OpenClBackend> backend(new OpenClBackend());
+  backend->plan_ = &plan;
+  POCKET_ASSIGN_OR_RETURN(backend->ctx_, Context::Create());
+  backend->weights_ = std::make_unique<WeightStore>(backend->ctx_.get());
+  WeightStore& store = *backend->weights_;
+  backend->steps_.resize(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& s = plan.steps[i];
+    StepWeights& w = backend->steps_[i];
+    if (s.op == OpKind::kEmbed || s.op == OpKind::kLinear) {
+      POCKET_ASSIGN_OR_RETURN(w.weight, store.Upload(s.weight));
+    }
+    if (s.norm != nullptr) {
+      const size_t count = s.op == OpKind::kHeadRmsNorm ? s.head_dim : s.in_width;
+      POCKET_ASSIGN_OR_RETURN(w.norm, store.UploadF32(s.norm, count));
+    }
+    if (s.bias != nullptr) {
+      POCKET_ASSIGN_OR_RETURN(w.bias, store.UploadF32(s.bias, s.width));
+    }
+  }
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+// One session's device state: activation slots and the KV cache.
+class OpenClSession final : public BackendSession {
+ public:
+  OpenClSession(const OpenClBackend* device, const BackendSessionOptions& options)
+      : plan_(device->plan()),
+        device_(device),
+        type_(options.kv_type),
+        kv_(device->context(), plan_.kv_row, plan_.kv_head_dim, options.kv_type, kKvGrowTokens,
+            options.max_tokens) {}
+
+  // Errors are device failures (e.g. out of memory), after which positions
+  // from n_past on hold nothing valid.
+  Status Run(const int32_t* tokens, size_t n, size_t n_past, BackendOutput output,
+             float* logits) override;
+
+  Status Reserve(size_t n_tokens) override {
+    POCKET_RETURN_IF_ERROR(CheckType());
+    std::lock_guard<std::mutex> lock(device_->mutex());
+    return kv_.Reserve(n_tokens);
+  }
+  // Positions beyond a truncation need no freeing: later appends overwrite
+  // them.
+  void Truncate(size_t n_tokens) override {}
+  void Clear() override {
+    std::lock_guard<std::mutex> lock(device_->mutex());
+    kv_.Clear();
+  }
+  Status Drop(size_t begin, size_t count, size_t n_tokens) override {
+    return Unsupported("has no sliding KV window");
+  }
+  Status ExportRows(size_t n_tokens, const ByteSink& sink) const override {
+    return Unsupported("cannot export KV rows");
+  }
+  Status ValidateRows(size_t n_tokens, const uint8_t* data, size_t size) const override {
+    return Unsupported("cannot import KV rows");
+  }
+  Status ImportRows(size_t n_tokens, const uint8_t* data) override {
+    return Unsupported("cannot import KV rows");
+  }
+
+  // Device bytes held by the KV cache, and what its growth steps cost.
+  size_t kv_bytes() const override { return kv_.bytes(); }
+  size_t KvBytesFor(size_t n_tokens) const override {
+    return (n_tokens + kKvGrowTokens - 1) / kKvGrowTokens * kv_page_bytes();
+  }
+  size_t kv_page_tokens() const override { return kKvGrowTokens; }
+  size_t kv_page_bytes() const override { return kKvGrowTokens * KvStateRowBytes(plan_, type_); }
+  size_t kv_commit_slack() const override { return 0; }
+
+  // Device bytes held by the activations.
+  size_t scratch_bytes() const override {
+    size_t total = temp_.bytes();
+    for (const Buffer& b : slots_) total += b.bytes();
+    return total;
+  }
+  size_t ScratchBytesFor(size_t n, BackendOutput output) const override {
+    return SlotAndTempFloats(plan_, n, output) * sizeof(float);
+  }
+  void ReleaseScratch() override {
+    std::lock_guard<std::mutex> lock(device_->mutex());
+    slots_ = std::vector<Buffer>();
+    temp_ = Buffer();
+    rows_ = tail_rows_ = 0;
+  }
+
+ private:
+  static Status Unsupported(const char* what) {
+    return Errorf(StatusCode::kUnsupported, "backend 'opencl' %s", what);
+  }
+  Status CheckType() const {
+    if (kKvTypes & KvTypeBit(type_)) return Status::Ok();
+    return Errorf(StatusCode::kUnsupported, "backend 'opencl' has no %s KV cache",
+                  KvTypeName(type_));
+  }
+  Status EnsureRows(size_t n, BackendOutput output);
+  Status RunStep(const WalkStep& w, size_t n, size_t n_past, const int32_t* tokens);
+
+  const Plan& plan_;
+  const OpenClBackend* device_;
+  KvType type_;
+  DeviceKvCache kv_;
+  size_t rows_ = 0;       // rows every slot can hold
+  size_t tail_rows_ = 0;  // rows the tail-only slots can hold
+  std::vector<Buffer> slots_;
+  Buffer temp_;  // for ops whose output aliases an input
+  std::vector<int32_t> positions_;
+};
+
+std::unique_ptr<BackendSession> OpenClBackend::NewSession(
+    const BackendSessionOptions& options) const {
+  return std::make_unique<OpenClSession>(this, options);
+}
+
+Status OpenClSession::EnsureRows(size_t n, BackendOutput output) {
+  const size_t tail_rows = std::max(tail_rows_, TailRows(n, output));
+  n = std::max(n, rows_);
+  if (n == rows_ && tail_rows == tail_rows_) return Status::Ok();
+  Context* ctx = device_->context();
+  std::vector<Buffer> slots(plan_.slot_width.size());
+  for (size_t s = 0; s < slots.size(); ++s) {
+    const size_t floats = SlotRows(plan_, s, n, tail_rows) * plan_.slot_width[s];
+    POCKET_ASSIGN_OR_RETURN(slots[s], ctx->NewBuffer(floats * sizeof(float)));
+  }
+  POCKET_ASSIGN_OR_RETURN(temp_, ctx->NewBuffer(TempFloats(plan_, n, tail_rows) * sizeof(float)));
+  slots_ = std::move(slots);
+  rows_ = n;
+  tail_rows_ = tail_rows;
+  return Status::Ok();
+}
+
+Status OpenClSession::Run(const int32_t* tokens, size_t n, size_t n_past, BackendOutput output,
+                          float* logits) {
+  POCKET_RETURN_IF_ERROR(CheckType());
+  std::lock_guard<std::mutex> lock(device_->mutex());
+  POCKET_RETURN_IF_ERROR(EnsureRows(n, output));
+  POCKET_RETURN_IF_ERROR(kv_.Reserve(n_past + n));
+  positions_.resize(n);
+  for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
+  POCKET_RETURN_IF_ERROR(WalkPlan(plan_, n, output, WalkOptions(), [&](const WalkStep& w) {
+    return RunStep(w, n, n_past, tokens);
+  }));
+
+  // The blocking read waits for every op enqueued above.
+  Context* ctx = device_->context();
+  if (output == BackendOutput::kNone) return ctx->Finish();
+  const size_t row_bytes = plan_.vocab * sizeof(float);
+  const size_t rows = output == BackendOutput::kAllRows ? n : 1;
+  return ctx->Read(slots_[plan_.logits_slot], LogitsRow(plan_, n, output) * row_bytes, logits,
+                   rows * row_bytes);
+}
+
+Status OpenClSession::RunStep(const WalkStep& w, size_t n, size_t n_past, const int32_t* tokens) {
+  Context* ctx = device_->context();
+  const PlanStep& s = *w.step;
+  const OpenClBackend::StepWeights& weights = device_->step(w.index);
+  const size_t rows = w.rows;
+  auto value = [&](int k, size_t width) { return Span{&slots_[s.in[k]], w.in_row[k] * width}; };
+  const Span dst{&slots_[s.out], w.out_row[0] * s.width};
+  const Span out = w.via_temp ? Span{&temp_, 0} : dst;
+  const size_t bytes = rows * s.width * sizeof(float);
+  auto copy = [&](Span from, Span to) {
+    return ctx->Copy(*from.buffer, from.offset * sizeof(float), *to.buffer,
+                     to.offset * sizeof(float), bytes);
+  };
+  if (w.copy_input) POCKET_RETURN_IF_ERROR(copy(value(0, s.in_width), dst));
+
+  switch (s.op) {
+    case OpKind::kEmbed:
+      POCKET_RETURN_IF_ERROR(Embed(ctx, weights.weight, tokens + w.r0, rows, out));
+      break;
+    case OpKind::kRmsNorm:
+      POCKET_RETURN_IF_ERROR(
+          RmsNorm(ctx, value(0, s.in_width), *weights.norm, rows, s.in_width, s.eps, out));
+      break;
+    case OpKind::kHeadRmsNorm:
+      POCKET_RETURN_IF_ERROR(
+          HeadRmsNorm(ctx, dst, *weights.norm, rows, s.width / s.head_dim, s.head_dim, s.eps));
+      break;
+    case OpKind::kRope:
+      POCKET_RETURN_IF_ERROR(Rope(ctx, dst, rows, s.width / s.head_dim, s.head_dim,
+                                  positions_.data() + w.r0, s.theta, s.style));
+      break;
+    case OpKind::kLinear:
+      POCKET_RETURN_IF_ERROR(
+          Linear(ctx, value(0, s.in_width), rows, weights.weight, weights.bias, out));
+      break;
+    case OpKind::kAttention: {
+      const size_t kv_width = s.n_kv_heads * s.head_dim;
+      const DeviceKvView view = kv_.View(s.layer);
+      POCKET_RETURN_IF_ERROR(
+          KvAppend(ctx, view, n_past, value(1, kv_width), value(2, kv_width), n));
+      POCKET_RETURN_IF_ERROR(Attention(ctx, value(0, s.in_width), n, n_past, view, s.n_heads,
+                                       s.n_kv_heads, s.head_dim, out));
+      break;
+    }
+    case OpKind::kSwiglu:
+      POCKET_RETURN_IF_ERROR(
+          Swiglu(ctx, value(0, s.in_width), value(1, s.in_width), rows * s.width, out));
+      break;
+    case OpKind::kAdd:
+      POCKET_RETURN_IF_ERROR(
+          Add(ctx, value(0, s.in_width), value(1, s.in_width), rows * s.width, out));
+      break;
+  }
+  return w.via_temp ? copy(Span{&temp_, 0}, dst) : Status::Ok();
+}
+
+}  // namespace
+}  // namespace opencl
+
+BackendEntry OpenClBackendEntry() {
+  return {"opencl", &opencl::OpenClBackend::Create, &opencl::DescribeDevices};
+}
+
+}  // namespace pocket
