@@ -41,6 +41,9 @@ constexpr Family kDigits = {{"\\p{N}", tok::kGpt2SplitPattern, nullptr, nullptr}
 constexpr Family kQwen2 = {{kQwen2Pattern, nullptr, nullptr, nullptr}, tok::kFlagNfc, false};
 constexpr Family kLlama3 = {
     {kLlama3Pattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, true};
+// Smaug's tokenizer.json is Llama 3's; llama.cpp adds no BOS by default.
+constexpr Family kSmaug = {
+    {kLlama3Pattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, false};
 constexpr Family kTekken = {
     {kTekkenPattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, true};
 
@@ -76,7 +79,11 @@ constexpr Name kNames[] = {
     {"llama-v3", &kLlama3},
     {"llama-bpe", &kLlama3},
     {"falcon3", &kLlama3},
-    {"smaug-bpe", &kLlama3},
+    {"falcon-h1", &kLlama3},
+    {"pixtral", &kLlama3},
+    {"midm-2.0", &kLlama3},
+    {"lfm2", &kLlama3},
+    {"smaug-bpe", &kSmaug},
     {"tekken", &kTekken},
 };
 
