@@ -16,6 +16,7 @@
 
 #include "grammar/token_mask.h"
 #include "runtime/cpu_kernels.h"
+#include "runtime/op_times.h"
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "tools/pocket/option_flags.h"
