@@ -89,13 +89,14 @@ std::string SpmSeed() {
 }
 
 // `gpt2` tokenizer: the 256 bytes (byte-level BPE needs each), two merges,
-// special tokens, a ChatML template.
-std::string BpeSeed() {
+// special tokens, a ChatML template; `pre` one regex (qwen2) or several
+// (default).
+std::string BpeSeed(const std::string& pre) {
   GgufWriter w;
   SmallConfig(&w, "qwen3");
   w.U32("qwen3.attention.key_length", 16);
   w.Str("tokenizer.ggml.model", "gpt2");
-  w.Str("tokenizer.ggml.pre", "qwen2");
+  w.Str("tokenizer.ggml.pre", pre);
   std::vector<std::string> tokens;
   for (int b = 0; b < 256; ++b) {
     tokens.push_back(tok::ToByteLevel(std::string(1, static_cast<char>(b))));
@@ -122,8 +123,9 @@ std::string BpeSeed() {
 TEST(GgufFuzzSeeds, CommittedSeedsImport) {
   const std::string dir = std::string(POCKET_TEST_DATA) + "/../../fuzz/seeds/gguf";
   const bool rewrite = std::getenv("POCKET_WRITE_GGUF_SEEDS") != nullptr;
-  for (const auto& [name, written] :
-       {std::pair<std::string, std::string>{"spm.gguf", SpmSeed()}, {"bpe.gguf", BpeSeed()}}) {
+  for (const auto& [name, written] : {std::pair<std::string, std::string>{"spm.gguf", SpmSeed()},
+                                      {"bpe.gguf", BpeSeed("qwen2")},
+                                      {"bpe-default.gguf", BpeSeed("default")}}) {
     SCOPED_TRACE(name);
     if (rewrite) testing_util::WriteFile(dir + "/" + name, written);
     const std::string bytes = testing_util::ReadFile(dir + "/" + name);
