@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 8
+#define POCKET_API_VERSION 9
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -237,6 +237,23 @@ pocket_status pocket_session_load(pocket_session* session, const char* path);
 pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens, size_t n_tokens,
                                   float* logits);
 
+/* Since API version 9: a tool the model may call in pocket_chat (Qwen3's
+ * chat template; docs/structured-output.md). */
+typedef struct pocket_tool {
+  const char* name;        /* 1 to 64 of A-Z a-z 0-9 _ - . */
+  const char* description; /* NULL: none */
+  const char* parameters;  /* a JSON Schema of the arguments; NULL: any JSON object */
+} pocket_tool;
+#define POCKET_TOOL_CHOICE_AUTO 0     /* free text, with any number of tool calls */
+#define POCKET_TOOL_CHOICE_REQUIRED 1 /* one or more tool calls only */
+
+/* Since API version 9: a tool call of the reply. */
+typedef struct pocket_tool_call {
+  const char* name;      /* one of the tools' names */
+  const char* arguments; /* the arguments object as compact JSON text, valid under the
+                            tool's parameters */
+} pocket_tool_call;
+
 typedef struct pocket_sampling {
   uint32_t struct_size;
   float temperature;       /* 0 = greedy */
@@ -260,6 +277,15 @@ typedef struct pocket_sampling {
   const char* grammar;     /* GBNF text as llama.cpp writes it; starts at "root" */
   const char* json_schema; /* a JSON Schema: the output is one JSON value it accepts */
   const char* regex;       /* the whole output matches this regular expression */
+  /* Since API version 9: pocket_chat only. The template lists the tools
+   * and the reply is constrained: outside tool calls text is free
+   * (POCKET_TOOL_CHOICE_AUTO), and each <tool_call>{"name": ...,
+   * "arguments": ...}</tool_call> names one of the tools with arguments its
+   * parameters accept. Excludes grammar, json_schema and regex. Pass the
+   * same tools on every turn of a conversation. */
+  const pocket_tool* tools;
+  size_t n_tools;
+  int32_t tool_choice; /* POCKET_TOOL_CHOICE_* */
 } pocket_sampling;
 /* Greedy decoding with the model's default length. */
 void pocket_sampling_init(pocket_sampling* sampling);
@@ -279,6 +305,12 @@ typedef struct pocket_generation {
   pocket_stop_reason stop_reason;
   double prefill_seconds;
   double decode_seconds;
+  /* Since API version 9: the complete tool calls of a pocket_chat reply with
+   * tools, in order (NULL and 0 otherwise). The strings belong to the
+   * session and stay valid until its next generate or chat call or its
+   * free. */
+  const pocket_tool_call* tool_calls;
+  size_t n_tool_calls;
 } pocket_generation;
 void pocket_generation_init(pocket_generation* result);
 
@@ -294,7 +326,8 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
                               void* user_data, pocket_generation* result);
 
 typedef struct pocket_message {
-  const char* role; /* "system", "user" or "assistant" */
+  const char* role; /* "system", "user", "assistant" or (since API version 9, Qwen3) "tool":
+                       a tool's result, content the text the tool returned */
   const char* content;
 } pocket_message;
 

@@ -44,9 +44,23 @@ class Status {
   std::string message_;
 };
 
+// A tool the model may call in Chat (pocket_tool); empty parameters: any
+// JSON object.
+struct Tool {
+  std::string name;
+  std::string description;
+  std::string parameters;  // a JSON Schema of the arguments
+};
+
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // compact JSON text
+};
+
 struct Sampling : pocket_sampling {
   Sampling() { pocket_sampling_init(this); }
   std::vector<std::string> stops;  // stop strings (owned here)
+  std::vector<Tool> tool_list;     // Chat's tools (owned here); tool_choice picks how
 };
 
 struct ModelOptions : pocket_model_options {
@@ -64,7 +78,8 @@ struct MemoryUsage : pocket_memory_usage {
 // Filled by Generate and Chat whatever status they return (pocket.h).
 struct Generation : pocket_generation {
   Generation() { pocket_generation_init(this); }
-  std::string text;  // the text the call streamed
+  std::string text;             // the text the call streamed
+  std::vector<ToolCall> calls;  // Chat with tools: the reply's complete tool calls
 };
 
 struct Message {
@@ -185,7 +200,8 @@ class Session {
     r->text.clear();
     Call call{&on_text, r};
     std::vector<const char*> stops;
-    const pocket_sampling raw = Raw(sampling, &stops);
+    std::vector<pocket_tool> tools;
+    const pocket_sampling raw = Raw(sampling, &stops, &tools);
     return Status(pocket_generate(s_, prompt.c_str(), &raw, &Call::Trampoline, &call, r));
   }
 
@@ -199,9 +215,15 @@ class Session {
     raw_messages.reserve(messages.size());
     for (const Message& m : messages) raw_messages.push_back({m.role.c_str(), m.content.c_str()});
     std::vector<const char*> stops;
-    const pocket_sampling raw = Raw(sampling, &stops);
-    return Status(pocket_chat(s_, raw_messages.data(), raw_messages.size(), enable_thinking ? 1 : 0,
-                              &raw, &Call::Trampoline, &call, r));
+    std::vector<pocket_tool> tools;
+    const pocket_sampling raw = Raw(sampling, &stops, &tools);
+    Status s(pocket_chat(s_, raw_messages.data(), raw_messages.size(), enable_thinking ? 1 : 0,
+                         &raw, &Call::Trampoline, &call, r));
+    r->calls.clear();
+    for (size_t i = 0; i < r->n_tool_calls; ++i) {
+      r->calls.push_back({r->tool_calls[i].name, r->tool_calls[i].arguments});
+    }
+    return s;
   }
 
  private:
@@ -219,11 +241,17 @@ class Session {
     }
   };
 
-  static pocket_sampling Raw(const Sampling& s, std::vector<const char*>* stops) {
+  static pocket_sampling Raw(const Sampling& s, std::vector<const char*>* stops,
+                             std::vector<pocket_tool>* tools) {
     pocket_sampling raw = s;
     for (const std::string& stop : s.stops) stops->push_back(stop.c_str());
     raw.stop_strings = stops->empty() ? nullptr : stops->data();
     raw.n_stop_strings = stops->size();
+    for (const Tool& t : s.tool_list) {
+      tools->push_back({t.name.c_str(), t.description.c_str(), t.parameters.c_str()});
+    }
+    raw.tools = tools->empty() ? nullptr : tools->data();
+    raw.n_tools = tools->size();
     return raw;
   }
 

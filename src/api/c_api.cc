@@ -52,6 +52,10 @@ struct pocket_session {
   // changes no state a caller sees.
   mutable std::string suspended_path;
   mutable size_t suspended_position = 0;
+  // The tool calls of the last chat reply, which pocket_generation points
+  // into until the next call.
+  std::vector<pocket::grammar::ToolCall> tool_calls;
+  std::vector<pocket_tool_call> raw_tool_calls;
 
   ~pocket_session() {
     if (!suspended_path.empty()) std::remove(suspended_path.c_str());
@@ -188,6 +192,37 @@ pocket::Status CompileConstraint(const pocket_sampling* s, pocket::GenerateOptio
   return pocket::Status::Ok();
 }
 
+// pocket_sampling's tools (checked and compiled by GenerateChat).
+pocket::Status ToTools(const pocket_sampling* s, pocket::GenerateOptions* out) {
+  using pocket::StatusCode;
+  if (!POCKET_HAS(s, tool_choice) || (s->tools == nullptr && s->n_tools == 0)) {
+    return pocket::Status::Ok();
+  }
+  if (s->tools == nullptr || s->n_tools == 0) {
+    return pocket::Status(StatusCode::kInvalidArgument,
+                          "pocket_sampling: tools is NULL but n_tools > 0, or the reverse");
+  }
+  if (s->tool_choice != POCKET_TOOL_CHOICE_AUTO && s->tool_choice != POCKET_TOOL_CHOICE_REQUIRED) {
+    return pocket::Errorf(StatusCode::kInvalidArgument,
+                          "pocket_sampling: tool_choice %d is not POCKET_TOOL_CHOICE_AUTO (0) or "
+                          "POCKET_TOOL_CHOICE_REQUIRED (1)",
+                          s->tool_choice);
+  }
+  out->tool_choice = s->tool_choice == POCKET_TOOL_CHOICE_REQUIRED
+                         ? pocket::grammar::ToolChoice::kRequired
+                         : pocket::grammar::ToolChoice::kAuto;
+  for (size_t i = 0; i < s->n_tools; ++i) {
+    const pocket_tool& t = s->tools[i];
+    if (t.name == nullptr) {
+      return pocket::Errorf(StatusCode::kInvalidArgument,
+                            "pocket_sampling: tool %zu has a NULL name", i);
+    }
+    out->tools.push_back({t.name, t.description != nullptr ? t.description : "",
+                          t.parameters != nullptr ? t.parameters : ""});
+  }
+  return pocket::Status::Ok();
+}
+
 pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
   using pocket::StatusCode;
   pocket_sampling defaults;
@@ -220,6 +255,7 @@ pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptio
     }
     out->stop_strings.emplace_back(s->stop_strings[i]);
   }
+  POCKET_RETURN_IF_ERROR(ToTools(s, out));
   return CompileConstraint(s, out);
 }
 
@@ -235,14 +271,28 @@ pocket::TextCallback WrapCallback(const pocket_session* session, pocket_text_fn 
 
 // Fills `result` whatever the status: what the call did before it ended
 // (nothing when it failed before generating) and why it ended.
-pocket_status Finish(const pocket::Status& status, const pocket::GenerateResult& r,
-                     pocket_generation* result) {
+// The tool calls are kept in `session` (null: the call does not hold it),
+// which `result` points into.
+pocket_status Finish(const pocket::Status& status, pocket::GenerateResult* r,
+                     pocket_session* session, pocket_generation* result) {
+  if (session != nullptr) {
+    session->tool_calls = std::move(r->tool_calls);
+    session->raw_tool_calls.clear();
+    for (const pocket::grammar::ToolCall& c : session->tool_calls) {
+      session->raw_tool_calls.push_back({c.name.c_str(), c.arguments.c_str()});
+    }
+  }
   if (result != nullptr) {
-    result->n_prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
-    result->n_generated = static_cast<int32_t>(r.ids.size());
-    result->stop_reason = StopReason(r.stop);
-    result->prefill_seconds = r.prefill_seconds;
-    result->decode_seconds = r.decode_seconds;
+    result->n_prompt_tokens = static_cast<int32_t>(r->prompt_ids.size());
+    result->n_generated = static_cast<int32_t>(r->ids.size());
+    result->stop_reason = StopReason(r->stop);
+    result->prefill_seconds = r->prefill_seconds;
+    result->decode_seconds = r->decode_seconds;
+    if (POCKET_HAS(result, n_tool_calls)) {
+      const bool any = session != nullptr && !session->raw_tool_calls.empty();
+      result->tool_calls = any ? session->raw_tool_calls.data() : nullptr;
+      result->n_tool_calls = any ? session->raw_tool_calls.size() : 0;
+    }
   }
   return status.ok() ? Ok() : Fail(status);
 }
@@ -304,9 +354,8 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
                     "pocket_model_options.quant_math must be POCKET_QUANT_MATH_INT8 or "
                     "POCKET_QUANT_MATH_F32");
       }
-      opts.quant_math = options->quant_math == POCKET_QUANT_MATH_F32
-                            ? pocket::QuantMath::kF32
-                            : pocket::QuantMath::kInt8;
+      opts.quant_math = options->quant_math == POCKET_QUANT_MATH_F32 ? pocket::QuantMath::kF32
+                                                                     : pocket::QuantMath::kInt8;
     }
     if (POCKET_HAS(options, pin_threads)) opts.pin_threads = options->pin_threads != 0;
     if (POCKET_HAS(options, huge_pages)) opts.huge_pages = options->huge_pages != 0;
@@ -406,9 +455,8 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
   opts.kv_type = model->model->default_kv_type();
   if (options != nullptr) {
     // 0 is the model's default (bf16 or f16), set above.
-    const pocket::KvType kTypes[] = {opts.kv_type, pocket::KvType::kF32,
-                                          pocket::KvType::kQ8, pocket::KvType::kBf16,
-                                          pocket::KvType::kF16};
+    const pocket::KvType kTypes[] = {opts.kv_type, pocket::KvType::kF32, pocket::KvType::kQ8,
+                                     pocket::KvType::kBf16, pocket::KvType::kF16};
     if (options->kv_type < 0 || options->kv_type > 4) {
       return Fail(POCKET_INVALID_ARGUMENT,
                   "pocket_session_options.kv_type must be 0 (default), 1 (f32), 2 (q8), 3 (bf16) "
@@ -608,7 +656,7 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
     s = pocket::Generate(session->session.get(), prompt, options,
                          WrapCallback(session, callback, user_data), &r);
   }
-  return Finish(s, r, result);
+  return Finish(s, &r, call.status().ok() ? session : nullptr, result);
 }
 
 pocket_status pocket_chat(pocket_session* session, const pocket_message* messages,
@@ -640,7 +688,7 @@ pocket_status pocket_chat(pocket_session* session, const pocket_message* message
     s = pocket::GenerateChat(session->session.get(), msgs, chat, options,
                              WrapCallback(session, callback, user_data), &r);
   }
-  return Finish(s, r, result);
+  return Finish(s, &r, call.status().ok() ? session : nullptr, result);
 }
 
 }  // extern "C"

@@ -199,6 +199,10 @@ Status Stopped(Status s, GenerateResult* result) {
 Status GeneratePlain(Session* session, const std::string& prompt, const GenerateOptions& options,
                      const TextCallback& on_text, GenerateResult* result) {
   POCKET_RETURN_IF_ERROR(CheckUtf8(prompt, "prompt"));
+  if (!options.tools.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "tools are for chat: the template renders them (use GenerateChat)");
+  }
   const ModelConfig& config = session->model().config();
   POCKET_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
                           session->model().tokenizer().Encode(prompt, true));
@@ -231,12 +235,29 @@ Status GenerateChatTurn(Session* session, const std::vector<ChatMessage>& new_me
     const std::string what = StringPrintf("chat message %zu (%s)", i, new_messages[i].role.c_str());
     POCKET_RETURN_IF_ERROR(CheckUtf8(new_messages[i].content, what.c_str()));
   }
+  // Tools go into the template and constrain the reply.
+  ChatOptions rendering = chat_options;
+  GenerateOptions constrained;
+  const GenerateOptions* run_options = &options;
+  if (!options.tools.empty()) {
+    if (options.grammar != nullptr) {
+      return Status(StatusCode::kInvalidArgument,
+                    "chat: tools and a grammar exclude each other (the tools make the grammar)");
+    }
+    for (const grammar::ToolDefinition& tool : options.tools) {
+      POCKET_ASSIGN_OR_RETURN(std::string signature, grammar::ToolSignatureJson(tool));
+      rendering.tools.push_back(std::move(signature));
+    }
+    constrained = options;
+    POCKET_ASSIGN_OR_RETURN(constrained.grammar,
+                            grammar::CompileToolCallGrammar(options.tools, options.tool_choice));
+    run_options = &constrained;
+  }
   Session::Continuation* cont = session->continuation();
   std::vector<ChatMessage> messages = cont->in_chat ? cont->messages : std::vector<ChatMessage>();
   messages.insert(messages.end(), new_messages.begin(), new_messages.end());
-  POCKET_ASSIGN_OR_RETURN(
-      std::string full,
-      RenderChat(config.chat_template_kind, config.chat_template, messages, chat_options));
+  POCKET_ASSIGN_OR_RETURN(std::string full, RenderChat(config.chat_template_kind,
+                                                       config.chat_template, messages, rendering));
   // The tokens the cache should hold: when the cached conversation spells a
   // prefix of the new rendering, it is kept token for token (the sampled ids
   // need not be how the tokenizer would spell the reply) and only the text
@@ -267,8 +288,9 @@ Status GenerateChatTurn(Session* session, const std::vector<ChatMessage>& new_me
                   target.size(), session->context());
   }
   result->prompt_ids = ids;
-  Run run{session, &options, &on_text, true};
+  Run run{session, run_options, &on_text, true};
   Status s = RunGeneration(&run, target, result);
+  if (!options.tools.empty()) result->tool_calls = grammar::ParseToolCalls(result->text);
   if (!s.ok() && s.code() != StatusCode::kCancelled) return s;
 
   std::string reply = tok.Decode(result->ids);

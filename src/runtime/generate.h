@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/tool_calls.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/chat_template.h"
@@ -46,6 +47,15 @@ struct GenerateOptions {
   // a stop string, cancelling) may leave the text incomplete. Null: free
   // text.
   std::shared_ptr<const grammar::Grammar> grammar;
+  // GenerateChat only (Qwen3's template): tools the model may call. The
+  // template lists them in the system turn, and the reply is constrained
+  // as grammar/tool_calls.h says (`grammar` must then be null): free text
+  // with tool calls in it (kAuto), or tool calls only (kRequired), each
+  // call's JSON naming a tool and following its parameters' schema. Pass
+  // the same tools on every turn of a conversation: the system turn is
+  // rendered again each time.
+  std::vector<grammar::ToolDefinition> tools;
+  grammar::ToolChoice tool_choice = grammar::ToolChoice::kAuto;
 };
 
 struct GenerateResult {
@@ -59,6 +69,9 @@ struct GenerateResult {
   int decode_tokens = 0;            // single-token steps after the prefill
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  // With tools: the complete tool calls in `text`, in order (a call cut
+  // short by the token limit or a stop string is not included).
+  std::vector<grammar::ToolCall> tool_calls;
 };
 
 // Receives each new piece of text and the id of the token that completed

@@ -2,8 +2,10 @@
 // preset with the real Qwen3 tokenizer) and on stories260K (SentencePiece
 // with byte fallback), at temperature 1 over many seeds:
 // every output that ends at end-of-sequence parses as JSON and passes the
-// independent validator (tests/grammar/schema_validator.h); greedy decoding
-// under a grammar that allows what the model would say anyway says it.
+// independent validator (tests/grammar/schema_validator.h), and every tool
+// call of a chat with tools names a tool and has arguments its schema
+// accepts; greedy decoding under a grammar that allows what the model would
+// say anyway says it.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/schema_validator.h"
 #include "grammar/test_schemas.h"
+#include "grammar/tool_calls.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "tokenizer/tokenizer.h"
@@ -188,6 +191,97 @@ TEST(GrammarGenerate, GbnfConstrainsGreedyDecoding) {
   ASSERT_EQ(result.text.size(), result.text[0] == 'y' ? 8u : 7u) << result.text;
   EXPECT_TRUE(result.text.rfind("yes, ", 0) == 0 || result.text.rfind("no, ", 0) == 0);
   EXPECT_EQ(result.text.back(), '!');
+}
+
+const std::vector<grammar::ToolDefinition>& TestTools() {
+  static const std::vector<grammar::ToolDefinition> tools = {
+      {"get_weather", "Current weather for a city.",
+       R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+           "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+           "required": ["city"], "additionalProperties": false})"},
+      {"book_table", "Books a table.",
+       R"({"type": "object", "properties": {
+           "guests": {"type": "integer", "minimum": 1, "maximum": 12},
+           "time": {"type": "string", "format": "time"},
+           "notes": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 2}},
+           "required": ["guests", "time"], "additionalProperties": false})"}};
+  return tools;
+}
+
+// Chat with tools and tool_choice required: every complete tool call of a
+// reply names a tool, its arguments valid under that tool's schema (the
+// independent validator); a tool result goes back as a tool message and the
+// chat goes on.
+TEST(GrammarGenerate, ToolCallsValidate) {
+  const Model* model = TinyQwen3();
+  ASSERT_NE(model, nullptr);
+  ASSERT_EQ(model->config().chat_template_kind, "qwen3");
+  int calls = 0;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    auto session = Session::Create(model, SessionOptions());
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    GenerateOptions options;
+    options.sampling.temperature = 1.0f;
+    options.sampling.seed = seed;
+    options.max_new_tokens = 120;
+    options.tools = TestTools();
+    options.tool_choice = grammar::ToolChoice::kRequired;
+    ChatOptions chat;
+    chat.enable_thinking = false;
+    GenerateResult result;
+    Status s = GenerateChat(session->get(), {{"user", "Weather in Oslo?"}}, chat, options, nullptr,
+                            &result);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(result.tool_calls.size(), grammar::ParseToolCalls(result.text).size());
+    // Every complete call counts: a random model rarely picks the end
+    // token among the many that may start another call.
+    if (result.stop == "eos") ASSERT_FALSE(result.tool_calls.empty()) << result.text;
+    for (const grammar::ToolCall& call : result.tool_calls) {
+      const auto& tools = TestTools();
+      auto tool = std::find_if(tools.begin(), tools.end(), [&](const grammar::ToolDefinition& t) {
+        return t.name == call.name;
+      });
+      ASSERT_NE(tool, tools.end()) << "seed " << seed << ": " << result.text;
+      testing::SchemaValidator validator(nlohmann::json::parse(tool->parameters));
+      nlohmann::json args = nlohmann::json::parse(call.arguments, nullptr, false);
+      ASSERT_FALSE(args.is_discarded()) << call.arguments;
+      EXPECT_TRUE(validator.Valid(args)) << "seed " << seed << ": " << result.text;
+      ++calls;
+    }
+    // The tool's answer, then a free reply (kAuto).
+    options.tool_choice = grammar::ToolChoice::kAuto;
+    options.max_new_tokens = 8;
+    GenerateResult next;
+    s = GenerateChat(session->get(), {{"tool", "{\"temp\": 21}"}}, chat, options, nullptr, &next);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const std::string response = "<tool_response>";
+    ASSERT_TRUE(std::find(next.prompt_ids.begin(), next.prompt_ids.end(),
+                          model->tokenizer().TokenId(response)) != next.prompt_ids.end());
+  }
+  EXPECT_GT(calls, 0);
+  std::printf("%d tool calls validated\n", calls);
+}
+
+TEST(GrammarGenerate, ToolsNeedAChatAndNoGrammar) {
+  const Model* model = TinyQwen3();
+  ASSERT_NE(model, nullptr);
+  auto session = Session::Create(model, SessionOptions());
+  ASSERT_TRUE(session.ok());
+  GenerateOptions options;
+  options.tools = TestTools();
+  GenerateResult result;
+  EXPECT_EQ(Generate(session->get(), "Hi", options, nullptr, &result).code(),
+            StatusCode::kInvalidArgument);
+  options.grammar = grammar::JsonGrammar();
+  EXPECT_EQ(GenerateChat(session->get(), {{"user", "Hi"}}, ChatOptions(), options, nullptr, &result)
+                .code(),
+            StatusCode::kInvalidArgument);
+  options.grammar = nullptr;
+  options.tools[0].parameters = R"({"type": "object", "minProperties": 1})";
+  const Status s =
+      GenerateChat(session->get(), {{"user", "Hi"}}, ChatOptions(), options, nullptr, &result);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'minProperties'"), std::string::npos) << s.ToString();
 }
 
 }  // namespace
