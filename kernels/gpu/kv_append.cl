@@ -20,13 +20,12 @@ KERNEL void kv_append(ARG_BUF(const float, k, 0), ARG_BUF(const float, v, 1),
   }
 }
 
-// q8 rows, per head (as the CPU backend stores them): y = the values
-// (Hadamard-rotated when head_dim is a power of two, hadamard.cl), scale =
-// f16(max|y| / 127), code = round-to-even(y / scale) clamped to +-127.
-INLINE void quantize_head(GLOBAL const float* values, GLOBAL uchar* codes, uint dst,
-                          GLOBAL uchar* scales, uint scale_i, uint head_dim) {
-  float x[MAX_ROTATED_HEAD];
-  for (uint j = 0u; j < head_dim; ++j) x[j] = values[j];
+// q8 rows, per head (as the CPU backend stores them): y = the values x
+// (Hadamard-rotated in place when head_dim is a power of two, hadamard.cl),
+// scale = f16(max|y| / 127), code = round-to-even(y / scale) clamped to
+// +-127.
+INLINE void quantize_private(PRIVATE float* x, GLOBAL uchar* codes, uint dst,
+                             GLOBAL uchar* scales, uint scale_i, uint head_dim) {
   if (kv_rotated(KV_Q8, head_dim)) hadamard(x, head_dim);
   float amax = 0.0f;
   for (uint j = 0u; j < head_dim; ++j) amax = max(amax, fabs(x[j]));
@@ -36,6 +35,13 @@ INLINE void quantize_head(GLOBAL const float* values, GLOBAL uchar* codes, uint 
     const float code = scale > 0.0f ? clamp(rint(x[j] / scale), -127.0f, 127.0f) : 0.0f;
     ((GLOBAL char*)codes)[dst + j] = (char)code;
   }
+}
+
+INLINE void quantize_head(GLOBAL const float* values, GLOBAL uchar* codes, uint dst,
+                          GLOBAL uchar* scales, uint scale_i, uint head_dim) {
+  float x[MAX_ROTATED_HEAD];
+  for (uint j = 0u; j < head_dim; ++j) x[j] = values[j];
+  quantize_private(x, codes, dst, scales, scale_i, head_dim);
 }
 
 // One thread per (token, kv head). The buffers hold the int8 codes of every

@@ -5,6 +5,12 @@
 // pow/sin/cos precision. One thread per rotated pair.
 #define ROPE_NEOX 0u
 
+// The rotated pair (v0, v1) by the angle with cosine c and sine s, rounded
+// as the CPU's tables and products round it (kv_shift.cl rotates with them
+// too).
+INLINE float rope_first(float v0, float v1, float c, float s) { return v0 * c - v1 * s; }
+INLINE float rope_second(float v0, float v1, float c, float s) { return v0 * s + v1 * c; }
+
 KERNEL void rope(ARG_BUF(float, x, 0), ARG_BUF(const float, cos_t, 1),
                  ARG_BUF(const float, sin_t, 2), ARG_VAL(uint, x_off, 3), ARG_VAL(uint, n, 4),
                  ARG_VAL(uint, n_heads, 5), ARG_VAL(uint, head_dim, 6),
@@ -22,6 +28,6 @@ KERNEL void rope(ARG_BUF(float, x, 0), ARG_BUF(const float, cos_t, 1),
   const float s = sin_t[t * half_dim + i];
   const float v0 = hx[a];
   const float v1 = hx[b];
-  hx[a] = v0 * c - v1 * s;
-  hx[b] = v0 * s + v1 * c;
+  hx[a] = rope_first(v0, v1, c, s);
+  hx[b] = rope_second(v0, v1, c, s);
 }

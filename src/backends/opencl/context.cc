@@ -8,9 +8,9 @@ namespace pocket::opencl {
 namespace {
 
 // Kernel function names, in KernelId order.
-constexpr const char* kKernelNames[kNumKernels] = {"embed",     "linear",       "rms_norm",
-                                                   "rope",      "swiglu",       "add",
-                                                   "kv_append", "kv_append_q8", "attention"};
+constexpr const char* kKernelNames[kNumKernels] = {
+    "embed",     "linear",       "rms_norm", "rope",        "swiglu",   "add",
+    "kv_append", "kv_append_q8", "kv_shift", "kv_shift_q8", "attention"};
 
 // 64 threads fill a SIMD group on every common GPU and leave most devices
 // room for several groups per core; the tree reductions need a power of two.

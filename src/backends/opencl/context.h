@@ -29,9 +29,11 @@ enum class KernelId {
   kAdd,
   kKvAppend,
   kKvAppendQ8,
+  kKvShift,
+  kKvShiftQ8,
   kAttention
 };
-constexpr size_t kNumKernels = 9;
+constexpr size_t kNumKernels = 11;
 
 // Host-written or temporary data of the ops, one buffer each, grown on demand.
 enum class ScratchId { kIds, kRopeCos, kRopeSin, kScores };

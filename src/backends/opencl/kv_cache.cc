@@ -1,13 +1,17 @@
 #include "backends/opencl/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <utility>
+
+#include "util/fp16.h"
 
 namespace pocket::opencl {
 
 DeviceKvCache::DeviceKvCache(Context* ctx, const std::vector<size_t>& row_elems,
-                             const std::vector<size_t>& head_dims, KvType type,
-                             size_t grow_tokens, size_t max_tokens)
+                             const std::vector<size_t>& head_dims, KvType type, size_t grow_tokens,
+                             size_t max_tokens)
     : ctx_(ctx),
       type_(type),
       grow_tokens_(std::max<size_t>(grow_tokens, 1)),
@@ -16,25 +20,31 @@ DeviceKvCache::DeviceKvCache(Context* ctx, const std::vector<size_t>& row_elems,
   for (size_t l = 0; l < row_elems.size(); ++l) {
     layers_[l].row_elems = row_elems[l];
     layers_[l].head_dim = l < head_dims.size() ? head_dims[l] : 0;
+    if (row_elems[l] != 0) row_bytes_ += 2 * KvRowBytes(type, row_elems[l], layers_[l].head_dim);
   }
 }
 
-Status DeviceKvCache::Reserve(size_t n_tokens) {
+Status DeviceKvCache::Reserve(size_t n_tokens, size_t limit_tokens) {
   if (n_tokens <= capacity_) return Status::Ok();
   if (n_tokens > max_tokens_) {
     return Errorf(StatusCode::kOutOfRange, "KV cache: %zu positions exceed the context of %zu",
                   n_tokens, max_tokens_);
   }
-  // Whole steps, at least doubling, so a long generation copies the cache
-  // O(log n) times rather than once per step.
-  size_t capacity = (n_tokens + grow_tokens_ - 1) / grow_tokens_ * grow_tokens_;
-  capacity = std::min(std::max(capacity, 2 * capacity_), max_tokens_);
+  if (type_ != KvType::kF32 && type_ != KvType::kF16 && type_ != KvType::kQ8) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "the OpenCL KV cache holds f32, f16 or q8 rows, not %s", KvTypeName(type_));
+  }
+  // Whole steps, at least doubling up to the limit, so a long generation
+  // copies the cache O(log n) times rather than once per step.
+  const auto steps = [&](size_t n) { return (n + grow_tokens_ - 1) / grow_tokens_ * grow_tokens_; };
+  const size_t limit = limit_tokens >= max_tokens_ ? max_tokens_ : steps(limit_tokens);
+  const size_t capacity =
+      std::min(std::max(steps(n_tokens), std::min(2 * capacity_, limit)), max_tokens_);
   std::vector<std::pair<Buffer, Buffer>> grown(layers_.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     if (layer.row_elems == 0) continue;
-    if (type_ == KvType::kQ8 &&
-        (layer.head_dim == 0 || layer.row_elems % layer.head_dim != 0)) {
+    if (type_ == KvType::kQ8 && (layer.head_dim == 0 || layer.row_elems % layer.head_dim != 0)) {
       return Errorf(StatusCode::kInvalidArgument,
                     "KV cache layer %zu: q8 needs a head_dim dividing its row of %zu", l,
                     layer.row_elems);
@@ -70,6 +80,144 @@ void DeviceKvCache::Clear() {
     layer.v = Buffer();
   }
   capacity_ = 0;
+}
+
+Status DeviceKvCache::Drop(size_t begin, size_t count, size_t n_tokens,
+                           const std::vector<KvRope>& rope) {
+  if (count == 0 || begin + count > n_tokens) return Status::Ok();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].row_elems == 0) continue;
+    POCKET_RETURN_IF_ERROR(KvShift(ctx_, View(static_cast<int>(l)), begin, begin + count,
+                                   n_tokens - begin - count, l < rope.size() ? rope[l] : KvRope()));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Rows per host transfer of Write and Read: whole rows, about 1 MiB.
+size_t BlockRows(size_t row_bytes) {
+  constexpr size_t kBlockBytes = size_t{1} << 20;
+  return std::max<size_t>(1, kBlockBytes / row_bytes);
+}
+
+}  // namespace
+
+Status DeviceKvCache::Write(size_t n_tokens, const ByteSink& sink) const {
+  if (n_tokens > capacity_) {
+    return Errorf(StatusCode::kInvalidArgument, "KV cache: %zu positions asked for, %zu held",
+                  n_tokens, capacity_);
+  }
+  std::vector<uint8_t> block, scales;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    if (layer.row_elems == 0) continue;
+    const size_t row = KvRowBytes(type_, layer.row_elems, layer.head_dim);
+    // The device holds a block's values as one run and (q8) its scales as
+    // another; serialized, each row's scales follow its values.
+    const size_t values = type_ == KvType::kQ8 ? layer.row_elems : row;
+    const size_t scale_bytes = row - values;
+    const size_t scales_off = KvScalesOffset(type_, capacity_, layer.row_elems);
+    for (const Buffer* buffer : {&layer.k, &layer.v}) {
+      for (size_t t0 = 0; t0 < n_tokens; t0 += BlockRows(row)) {
+        const size_t n = std::min(BlockRows(row), n_tokens - t0);
+        block.resize(n * row);
+        POCKET_RETURN_IF_ERROR(ctx_->Read(*buffer, t0 * values, block.data(), n * values));
+        if (scale_bytes != 0) {
+          scales.resize(n * scale_bytes);
+          POCKET_RETURN_IF_ERROR(
+              ctx_->Read(*buffer, scales_off + t0 * scale_bytes, scales.data(), scales.size()));
+          // Spread the rows out from the back, where nothing is overwritten
+          // before it moves.
+          for (size_t t = n; t-- > 0;) {
+            std::memmove(block.data() + t * row, block.data() + t * values, values);
+            std::memcpy(block.data() + t * row + values, scales.data() + t * scale_bytes,
+                        scale_bytes);
+          }
+        }
+        sink(block.data(), block.size());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status DeviceKvCache::Validate(size_t n_tokens, const uint8_t* data, size_t size) const {
+  if (size != SerializedBytes(n_tokens)) {
+    return Errorf(StatusCode::kCorruptFile,
+                  "KV data of %zu bytes does not hold %zu positions (%zu bytes expected)", size,
+                  n_tokens, SerializedBytes(n_tokens));
+  }
+  // f32 and f16 values, and q8 scales (a finite scale times a code is
+  // finite, a non-finite one makes its head so), must be finite.
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    if (layer.row_elems == 0) continue;
+    const size_t row = KvRowBytes(type_, layer.row_elems, layer.head_dim);
+    for (size_t i = 0; i < 2 * n_tokens; ++i, data += row) {
+      bool finite = true;
+      if (type_ == KvType::kF32) {
+        for (size_t j = 0; j < layer.row_elems; ++j) {
+          float x;
+          std::memcpy(&x, data + 4 * j, 4);
+          finite = finite && std::isfinite(x);
+        }
+      } else {
+        const size_t first = type_ == KvType::kQ8 ? layer.row_elems : 0;
+        for (size_t j = first; j < row; j += 2) {
+          uint16_t h;
+          std::memcpy(&h, data + j, 2);
+          finite = finite && std::isfinite(F16ToF32(h));
+        }
+      }
+      if (!finite) {
+        return Errorf(StatusCode::kCorruptFile,
+                      "KV data: layer %zu %s row of position %zu holds a value that is not "
+                      "finite",
+                      l, i < n_tokens ? "K" : "V", i % n_tokens);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status DeviceKvCache::Read(size_t n_tokens, const uint8_t* data) {
+  if (n_tokens > capacity_) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "KV cache: %zu positions to read, %zu reserved; reserve them first", n_tokens,
+                  capacity_);
+  }
+  std::vector<uint8_t> values_block, scales;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    if (layer.row_elems == 0) continue;
+    const size_t row = KvRowBytes(type_, layer.row_elems, layer.head_dim);
+    const size_t values = type_ == KvType::kQ8 ? layer.row_elems : row;
+    const size_t scale_bytes = row - values;
+    const size_t scales_off = KvScalesOffset(type_, capacity_, layer.row_elems);
+    for (const Buffer* buffer : {&layer.k, &layer.v}) {
+      for (size_t t0 = 0; t0 < n_tokens; t0 += BlockRows(row)) {
+        const size_t n = std::min(BlockRows(row), n_tokens - t0);
+        const uint8_t* rows = data + t0 * row;
+        if (scale_bytes == 0) {
+          POCKET_RETURN_IF_ERROR(ctx_->Write(*buffer, t0 * values, rows, n * values));
+          continue;
+        }
+        values_block.resize(n * values);
+        scales.resize(n * scale_bytes);
+        for (size_t t = 0; t < n; ++t) {
+          std::memcpy(values_block.data() + t * values, rows + t * row, values);
+          std::memcpy(scales.data() + t * scale_bytes, rows + t * row + values, scale_bytes);
+        }
+        POCKET_RETURN_IF_ERROR(
+            ctx_->Write(*buffer, t0 * values, values_block.data(), values_block.size()));
+        POCKET_RETURN_IF_ERROR(
+            ctx_->Write(*buffer, scales_off + t0 * scale_bytes, scales.data(), scales.size()));
+      }
+      data += n_tokens * row;
+    }
+  }
+  return Status::Ok();
 }
 
 DeviceKvView DeviceKvCache::View(int layer) const {

@@ -67,6 +67,30 @@ constexpr size_t kMaxScoreFloats = size_t{4} << 20;
 size_t DTypeCode(DType t) { return static_cast<size_t>(t); }
 size_t KvCode(KvType t) { return static_cast<size_t>(t); }
 
+// The rotation angles of n positions, cos and sin [n, head_dim / 2],
+// computed exactly as the CPU backend computes them (kernels/cpu/rope-inl.h)
+// so both backends rotate by identical floats, and written to the rope
+// scratch buffers.
+Status UploadRopeAngles(Context* ctx, const int32_t* positions, size_t n, size_t head_dim,
+                        float theta, const Buffer** cos_buf, const Buffer** sin_buf) {
+  const size_t half = head_dim / 2;
+  std::vector<float> cos_t(n * half), sin_t(n * half);
+  for (size_t i = 0; i < half; ++i) {
+    const float freq =
+        1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    for (size_t t = 0; t < n; ++t) {
+      const float angle = static_cast<float>(positions[t]) * freq;
+      cos_t[t * half + i] = std::cos(angle);
+      sin_t[t * half + i] = std::sin(angle);
+    }
+  }
+  const size_t bytes = cos_t.size() * sizeof(float);
+  POCKET_ASSIGN_OR_RETURN(*cos_buf, ctx->Scratch(ScratchId::kRopeCos, bytes));
+  POCKET_ASSIGN_OR_RETURN(*sin_buf, ctx->Scratch(ScratchId::kRopeSin, bytes));
+  POCKET_RETURN_IF_ERROR(ctx->Write(**cos_buf, 0, cos_t.data(), bytes));
+  return ctx->Write(**sin_buf, 0, sin_t.data(), bytes);
+}
+
 }  // namespace
 
 size_t KvBufferBytes(KvType type, size_t tokens, size_t row_stride, size_t head_dim) {
@@ -160,24 +184,9 @@ Status Rope(Context* ctx, Span x, size_t n, size_t n_heads, size_t head_dim,
   if (head_dim % 2 != 0) {
     return Errorf(StatusCode::kInvalidArgument, "rope: head_dim %zu is odd", head_dim);
   }
-  // The angles, computed here exactly as the CPU backend computes them
-  // (kernels/cpu/rope-inl.h), so both backends rotate by identical floats.
-  const size_t half = head_dim / 2;
-  std::vector<float> cos_t(n * half), sin_t(n * half);
-  for (size_t i = 0; i < half; ++i) {
-    const float freq =
-        1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-    for (size_t t = 0; t < n; ++t) {
-      const float angle = static_cast<float>(positions[t]) * freq;
-      cos_t[t * half + i] = std::cos(angle);
-      sin_t[t * half + i] = std::sin(angle);
-    }
-  }
-  const size_t bytes = cos_t.size() * sizeof(float);
-  POCKET_ASSIGN_OR_RETURN(const Buffer* cos_buf, ctx->Scratch(ScratchId::kRopeCos, bytes));
-  POCKET_ASSIGN_OR_RETURN(const Buffer* sin_buf, ctx->Scratch(ScratchId::kRopeSin, bytes));
-  POCKET_RETURN_IF_ERROR(ctx->Write(*cos_buf, 0, cos_t.data(), bytes));
-  POCKET_RETURN_IF_ERROR(ctx->Write(*sin_buf, 0, sin_t.data(), bytes));
+  const Buffer* cos_buf = nullptr;
+  const Buffer* sin_buf = nullptr;
+  POCKET_RETURN_IF_ERROR(UploadRopeAngles(ctx, positions, n, head_dim, theta, &cos_buf, &sin_buf));
   return Launch(ctx, KernelId::kRope)
       .Arg(*x.buffer)
       .Arg(*cos_buf)
@@ -187,7 +196,7 @@ Status Rope(Context* ctx, Span x, size_t n, size_t n_heads, size_t head_dim,
       .Arg(n_heads)
       .Arg(head_dim)
       .Arg(static_cast<size_t>(style))  // matches ROPE_NEOX in rope.cl
-      .RunThreads(n * n_heads * half);
+      .RunThreads(n * n_heads * (head_dim / 2));
 }
 
 namespace {
@@ -249,6 +258,87 @@ Status KvAppend(Context* ctx, const DeviceKvView& kv, size_t n_past, Span k, Spa
       .Arg(kv.row_stride)
       .Arg(KvCode(kv.type))
       .RunThreads(n * kv.row_stride);
+}
+
+namespace {
+
+// Copies rows [src, src + count) of a K or V buffer to [dst, dst + count)
+// as stored (q8: their codes, then their scales); the ranges must not
+// overlap.
+Status CopyKvRows(Context* ctx, const DeviceKvView& kv, const Buffer& buffer, size_t dst,
+                  size_t src, size_t count) {
+  const size_t values = KvBufferBytes(kv.type, 1, kv.row_stride, kv.head_dim);
+  const size_t codes = kv.type == KvType::kQ8 ? kv.row_stride : values;
+  POCKET_RETURN_IF_ERROR(ctx->Copy(buffer, src * codes, buffer, dst * codes, count * codes));
+  if (kv.type != KvType::kQ8) return Status::Ok();
+  const size_t scales = KvScalesOffset(kv.type, kv.capacity, kv.row_stride);
+  const size_t scale_bytes = values - codes;
+  return ctx->Copy(buffer, scales + src * scale_bytes, buffer, scales + dst * scale_bytes,
+                   count * scale_bytes);
+}
+
+}  // namespace
+
+Status KvShift(Context* ctx, const DeviceKvView& kv, size_t dst, size_t src, size_t count,
+               const KvRope& rope) {
+  POCKET_RETURN_IF_ERROR(CheckKv("kv_shift", kv, src + count));
+  const size_t group = kv.type == KvType::kQ8 ? kv.head_dim : kv.row_stride;
+  if (dst >= src ||
+      (rope.head_dim != 0 && (rope.head_dim % 2 != 0 || group % rope.head_dim != 0))) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "kv_shift: cannot move positions from %zu to %zu with rope heads of %zu in rows "
+                  "of %zu",
+                  src, dst, rope.head_dim, kv.row_stride);
+  }
+  if (count == 0) return Status::Ok();
+  // A negative position rotates backwards: R(p) then R(dst - src) is
+  // R(p + dst - src).
+  const int32_t delta = -static_cast<int32_t>(src - dst);
+  const Buffer* cos_buf = nullptr;
+  const Buffer* sin_buf = nullptr;
+  if (rope.head_dim != 0) {
+    POCKET_RETURN_IF_ERROR(
+        UploadRopeAngles(ctx, &delta, 1, rope.head_dim, rope.theta, &cos_buf, &sin_buf));
+  }
+  // Steps of at most src - dst positions never write a row a later thread
+  // of the same launch reads; the in-order queue finishes each step before
+  // the next reads what it wrote.
+  const size_t step = src - dst;
+  for (size_t done = 0; done < count; done += step) {
+    const size_t n = std::min(step, count - done);
+    POCKET_RETURN_IF_ERROR(CopyKvRows(ctx, kv, *kv.v, dst + done, src + done, n));
+    if (rope.head_dim == 0) {
+      POCKET_RETURN_IF_ERROR(CopyKvRows(ctx, kv, *kv.k, dst + done, src + done, n));
+    } else if (kv.type == KvType::kQ8) {
+      POCKET_RETURN_IF_ERROR(Launch(ctx, KernelId::kKvShiftQ8)
+                                 .Arg(*kv.k)
+                                 .Arg(*cos_buf)
+                                 .Arg(*sin_buf)
+                                 .Arg(dst + done)
+                                 .Arg(src + done)
+                                 .Arg(n)
+                                 .Arg(kv.row_stride)
+                                 .Arg(kv.head_dim)
+                                 .Arg(rope.head_dim)
+                                 .Arg(static_cast<size_t>(rope.style))
+                                 .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
+                                 .RunThreads(n * (kv.row_stride / kv.head_dim)));
+    } else {
+      POCKET_RETURN_IF_ERROR(Launch(ctx, KernelId::kKvShift)
+                                 .Arg(*kv.k)
+                                 .Arg(*cos_buf)
+                                 .Arg(*sin_buf)
+                                 .Arg(dst + done)
+                                 .Arg(src + done)
+                                 .Arg(n)
+                                 .Arg(kv.row_stride)
+                                 .Arg(rope.head_dim)
+                                 .Arg(static_cast<size_t>(rope.style))
+                                 .Arg(KvCode(kv.type))
+                                 .RunThreads(n * (kv.row_stride / 2)));
+    }
+  }
+  return Status::Ok();
 }
 
 Status Attention(Context* ctx, Span q, size_t n, size_t n_past, const DeviceKvView& kv,
