@@ -14,8 +14,8 @@ KERNEL void attention(ARG_BUF(const float, q, 0), ARG_BUF(const uchar, k_cache, 
                       ARG_VAL(uint, n_kv_heads, 10), ARG_VAL(uint, head_dim, 11),
                       ARG_VAL(uint, kv_type, 12), ARG_VAL(uint, scales_off, 13),
                       ARG_VAL(float, scale, 14) ARG_THREAD_POSITIONS) {
-  LOCAL float scratch[POCKET_WG];
-  LOCAL float rotated_out[MAX_ROTATED_HEAD];
+  LOCAL_ARRAY(float, scratch, POCKET_WG);
+  LOCAL_ARRAY(float, rotated_out, MAX_ROTATED_HEAD);
   const Thread th = THIS_THREAD();
   const uint qh = GROUP_ID(0);  // i * n_heads + h
   const uint i = qh / n_heads;

@@ -11,7 +11,7 @@ KERNEL void linear(ARG_BUF(const float, x, 0), ARG_BUF(const uchar, w, 1),
                    ARG_VAL(uint, out_off, 5), ARG_VAL(uint, n, 6), ARG_VAL(uint, rows, 7),
                    ARG_VAL(uint, cols, 8), ARG_VAL(uint, dtype, 9), ARG_VAL(uint, group, 10),
                    ARG_VAL(uint, has_bias, 11) ARG_THREAD_POSITIONS) {
-  LOCAL float scratch[POCKET_WG];
+  LOCAL_ARRAY(float, scratch, POCKET_WG);
   const Thread th = THIS_THREAD();
   const uint r = GROUP_ID(0);
   const uint t0 = GROUP_ID(1) * LINEAR_TOKENS;

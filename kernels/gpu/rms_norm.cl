@@ -5,7 +5,7 @@
 KERNEL void rms_norm(ARG_BUF(const float, x, 0), ARG_BUF(const float, w, 1), ARG_BUF(float, out, 2),
                      ARG_VAL(uint, x_off, 3), ARG_VAL(uint, out_off, 4), ARG_VAL(uint, d, 5),
                      ARG_VAL(float, eps, 6) ARG_THREAD_POSITIONS) {
-  LOCAL float scratch[POCKET_WG];
+  LOCAL_ARRAY(float, scratch, POCKET_WG);
   const Thread th = THIS_THREAD();
   const uint row = GROUP_ID(0);
   GLOBAL const float* xr = x + x_off + row * d;

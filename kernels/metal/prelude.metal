@@ -15,6 +15,14 @@ using namespace metal;
 #define PRIVATE thread
 #define INLINE inline
 
+// Arrays shared by a threadgroup, declared at kernel scope. The Metal
+// compiler sees an empty POCKET_THREADGROUP_STORAGE; the CPU shim that runs
+// these kernels as C++ (tests/metal/shim) gives them static storage.
+#ifndef POCKET_THREADGROUP_STORAGE
+#define POCKET_THREADGROUP_STORAGE
+#endif
+#define LOCAL_ARRAY(type, name, count) POCKET_THREADGROUP_STORAGE threadgroup type name[count]
+
 // Metal binds buffers and scalars to explicit slots, and thread positions
 // arrive as kernel parameters; ARG_THREAD_POSITIONS follows the last
 // argument of every kernel (hence its leading comma).

@@ -18,6 +18,8 @@
 #define LOCAL __local
 #define PRIVATE __private
 #define INLINE inline
+// Arrays shared by a work-group, declared at kernel scope.
+#define LOCAL_ARRAY(type, name, count) __local type name[count]
 
 // Kernel parameters. Metal binds each to an explicit slot and passes thread
 // positions as parameters, so kernels declare them through these.
