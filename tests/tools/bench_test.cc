@@ -152,6 +152,13 @@ TEST(BenchCli, RunsTheCpuTargetItIsGiven) {
   EXPECT_EQ(Bench("--cpu-target " + oldest)["cpu_target"], targets.back());
 }
 
+// --no-matrix-ext keeps the prompts off the matrix unit.
+TEST(BenchCli, NoMatrixExtLeavesTheMatrixUnitOut) {
+  const nlohmann::json j = Bench("--no-matrix-ext");
+  EXPECT_TRUE(j["prefill_matrix_ext"].is_null());
+  EXPECT_EQ(j["prefill_i8mm"], false);
+}
+
 TEST(BenchCli, RejectsAnUnknownCpuTarget) {
   const CliOutput o = RunCli("bench -m '" + kModel + "' --cpu-target avx9", "", true);
   EXPECT_EQ(o.exit_code, 2);
