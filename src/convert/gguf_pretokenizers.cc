@@ -39,6 +39,9 @@ constexpr Family kGpt2 = {{tok::kGpt2SplitPattern, nullptr, nullptr, nullptr}, 0
 // StarCoder, SmolLM and others: every digit alone, then GPT-2's split.
 constexpr Family kDigits = {{"\\p{N}", tok::kGpt2SplitPattern, nullptr, nullptr}, 0, false};
 constexpr Family kQwen2 = {{kQwen2Pattern, nullptr, nullptr, nullptr}, tok::kFlagNfc, false};
+// Qwen2's split for models whose tokenizer.json is not known here: as
+// llama.cpp runs them, without normalization.
+constexpr Family kQwen2Split = {{kQwen2Pattern, nullptr, nullptr, nullptr}, 0, false};
 constexpr Family kLlama3 = {
     {kLlama3Pattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, true};
 // Smaug's tokenizer.json is Llama 3's; llama.cpp adds no BOS by default.
@@ -75,6 +78,8 @@ constexpr Name kNames[] = {
     {"minerva-7b", &kDigits},
     {"qwen2", &kQwen2},
     {"deepseek-r1-qwen", &kQwen2},
+    {"stablelm2", &kQwen2Split},
+    {"megrez", &kQwen2Split},
     {"llama3", &kLlama3},
     {"llama-v3", &kLlama3},
     {"llama-bpe", &kLlama3},
