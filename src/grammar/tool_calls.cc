@@ -125,6 +125,39 @@ Status ValidateTools(const std::vector<ToolDefinition>& tools) {
   return Status::Ok();
 }
 
+StatusOr<std::vector<ToolDefinition>> ParseToolDefinitions(std::string_view json_array) {
+  POCKET_ASSIGN_OR_RETURN(OrderedJson tools, ParseOrdered(json_array, "the tools"));
+  if (!tools.is_array()) {
+    return Status(StatusCode::kInvalidArgument, "the tools must be a JSON array");
+  }
+  std::vector<ToolDefinition> out;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const OrderedJson* f = &tools[i];
+    if (f->is_object() && f->contains("function")) f = &(*f)["function"];
+    const auto text = [&](const char* key, std::string* value) {
+      if (!f->is_object() || !f->contains(key)) return true;
+      const OrderedJson& v = (*f)[key];
+      if (!v.is_string()) return false;
+      *value = v.get<std::string>();
+      return true;
+    };
+    ToolDefinition t;
+    if (!f->is_object() || !f->contains("name") || !text("name", &t.name) ||
+        !text("description", &t.description)) {
+      return Errorf(StatusCode::kInvalidArgument,
+                    "tool %zu: expected an object with a string \"name\" and an optional string "
+                    "\"description\" (or one inside \"function\")",
+                    i);
+    }
+    if (f->contains("parameters")) {
+      t.parameters = (*f)["parameters"].dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+    }
+    out.push_back(std::move(t));
+  }
+  POCKET_RETURN_IF_ERROR(ValidateTools(out));
+  return out;
+}
+
 StatusOr<std::string> ToolSignatureJson(const ToolDefinition& tool) {
   POCKET_RETURN_IF_ERROR(ValidateTools({tool}));
   std::string out = "{\"type\": \"function\", \"function\": {\"name\": " + Quoted(tool.name) +

@@ -42,6 +42,11 @@ enum class ToolChoice {
 // parameters valid JSON.
 Status ValidateTools(const std::vector<ToolDefinition>& tools);
 
+// Tools from a JSON array whose elements are OpenAI-style definitions
+// ({"type": "function", "function": {"name", "description", "parameters"}})
+// or the inner object alone; parameters keep their members' order.
+StatusOr<std::vector<ToolDefinition>> ParseToolDefinitions(std::string_view json_array);
+
 // The tool as the Qwen3 template's `tool | tojson` prints it through Hugging
 // Face transformers: {"type": "function", "function": {"name": ...,
 // "description": ..., "parameters": ...}}, with Python's json.dumps

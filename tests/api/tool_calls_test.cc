@@ -3,7 +3,7 @@
 // synthetic Qwen3: with tool_choice required every reply that ends holds
 // calls naming a tool with arguments its schema accepts; NULL and invalid
 // arguments are POCKET_INVALID_ARGUMENT; a caller of API version 8 (no such
-// fields) chats as before.
+// fields) chats as before; the CLI prints each call on a line of its own.
 #include <unistd.h>
 
 #include <cstddef>
@@ -197,6 +197,32 @@ TEST_F(ToolCalls, CppWrapper) {
   ASSERT_EQ(result.calls.size(), result.n_tool_calls);
   for (const pocket::ToolCall& call : result.calls) ExpectValidCall(call.name, call.arguments);
   if (result.stop_reason == POCKET_STOP_EOS) EXPECT_FALSE(result.calls.empty()) << result.text;
+}
+
+TEST_F(ToolCalls, Cli) {
+  std::ofstream(dir_ + ".json") << R"([{"type": "function", "function": {"name": "get_weather",
+      "description": "Weather forecast.", "parameters": )"
+                                << kWeather << "}}]";
+  const std::string chat = "chat -m '" + dir_ + ".pocket' --no-think --temp 1 -n 100 --tools '" +
+                           dir_ + ".json' --tool-required";
+  int calls = 0;
+  for (const char* seed : {"1", "2", "3"}) {
+    const auto out = RunCli(chat + " --seed " + seed, "Weather?\n");
+    ASSERT_EQ(out.exit_code, 0) << out.out;
+    for (size_t at = out.out.find("\ntool call: "); at != std::string::npos;
+         at = out.out.find("\ntool call: ", at + 1)) {
+      const size_t name = at + 12, space = out.out.find(' ', name);
+      const size_t end = out.out.find('\n', space);
+      ExpectValidCall(out.out.substr(name, space - name),
+                      out.out.substr(space + 1, end - space - 1));
+      ++calls;
+    }
+  }
+  EXPECT_GT(calls, 0);
+  std::ofstream(dir_ + ".json") << R"([{"name": "a b"}])";
+  const auto out = RunCli(chat, "", true);
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_NE(out.out.find("error: --tools: tool 0: the name 'a b'"), std::string::npos) << out.out;
 }
 
 }  // namespace

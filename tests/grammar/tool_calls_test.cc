@@ -125,6 +125,32 @@ TEST(ToolCalls, InvalidTools) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(ToolCalls, ParseDefinitions) {
+  StatusOr<std::vector<ToolDefinition>> tools = grammar::ParseToolDefinitions(
+      R"([{"type": "function", "function": {"name": "f", "description": "d",
+            "parameters": {"type": "object", "properties": {"z": {}, "a": {}}}}},
+          {"name": "g"}])");
+  ASSERT_TRUE(tools.ok()) << tools.status().ToString();
+  ASSERT_EQ(tools->size(), 2u);
+  EXPECT_EQ((*tools)[0].name, "f");
+  EXPECT_EQ((*tools)[0].description, "d");
+  EXPECT_EQ((*tools)[0].parameters, R"({"type":"object","properties":{"z":{},"a":{}}})");
+  EXPECT_EQ((*tools)[1].name, "g");
+  EXPECT_EQ((*tools)[1].parameters, "");
+  EXPECT_EQ(grammar::ParseToolDefinitions("{}").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(grammar::ParseToolDefinitions("[1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(grammar::ParseToolDefinitions(R"([{"name": 1}])").status().message().find("tool 0"),
+            std::string::npos);
+  EXPECT_NE(
+      grammar::ParseToolDefinitions(R"([{"description": "x"}])").status().message().find("tool 0"),
+      std::string::npos);
+  EXPECT_NE(grammar::ParseToolDefinitions(R"([{"name": "a"}, {"name": "a"}])")
+                .status()
+                .message()
+                .find("second tool named 'a'"),
+            std::string::npos);
+}
+
 TEST(ToolCalls, AutoGrammarLeavesTextFreeAndChecksCalls) {
   auto g = MustCompile(grammar::CompileToolCallGrammar(Tools(), ToolChoice::kAuto));
   const std::string call =

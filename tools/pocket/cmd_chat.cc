@@ -7,9 +7,11 @@
 #include <iostream>
 #include <string>
 
+#include "grammar/tool_calls.h"
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "tools/pocket/option_flags.h"
+#include "util/file_io.h"
 
 namespace pocket::cli {
 
@@ -18,7 +20,8 @@ namespace {
 const char kChatUsage[] =
     "usage: pocket chat -m FILE [--system TEXT] [--think|--no-think] [options]\n\n"
     "Reads one user message per line from stdin and streams each reply to stdout.\n"
-    "Commands: /reset starts a new conversation, /quit (or end of input) exits.\n";
+    "Commands: /reset starts a new conversation, /quit (or end of input) exits,\n"
+    "/tool TEXT answers the model's tool calls with a tool result (--tools).\n";
 
 const FlagTable& ChatFlags() {
   static const FlagTable table{
@@ -27,6 +30,11 @@ const FlagTable& ChatFlags() {
           Text("--system", "TEXT", "system message at the start of each conversation"),
           Switch("--think", "Qwen3: let the model think (the default)"),
           Switch("--no-think", "Qwen3: render the empty think block"),
+          Text("--tools", "FILE",
+               "Qwen3: a JSON array of tools the model may call (name, description, "
+               "parameters as a JSON Schema); each call is printed as a line 'tool call: NAME "
+               "ARGUMENTS'"),
+          Switch("--tool-required", "with --tools: each reply is tool calls only"),
       }};
   return table;
 }
@@ -57,6 +65,18 @@ int CmdChat(int argc, char** argv) {
   GenerateOptions options;
   rc = GenerateOptionsFromArgs(args, loaded.model->config(), &options);
   if (rc != kExitOk) return rc;
+
+  if (args.Has("--tools")) {
+    StatusOr<std::string> text = ReadRegularFile(args.Get("--tools"), "--tools", kMaxTextFileBytes);
+    StatusOr<std::vector<grammar::ToolDefinition>> tools =
+        text.ok() ? grammar::ParseToolDefinitions(*text) : text.status();
+    if (!tools.ok()) {
+      std::fprintf(stderr, "error: --tools: %s\n", InFlagTerms(tools.status().message()).c_str());
+      return kExitError;
+    }
+    options.tools = std::move(tools).value();
+    if (args.Has("--tool-required")) options.tool_choice = grammar::ToolChoice::kRequired;
+  }
 
   const bool interactive = isatty(STDIN_FILENO);
   ChatOptions chat;
@@ -90,10 +110,17 @@ int CmdChat(int argc, char** argv) {
     if (line.empty()) continue;
     std::vector<ChatMessage> messages;
     if (first_turn && args.Has("--system")) messages.push_back({"system", args.Get("--system")});
-    messages.push_back({"user", line});
+    if (line.rfind("/tool ", 0) == 0) {
+      messages.push_back({"tool", line.substr(6)});
+    } else {
+      messages.push_back({"user", line});
+    }
     GenerateResult result;
     Status s = GenerateChat(session.get(), messages, chat, options, print, &result);
     std::printf("\n");
+    for (const grammar::ToolCall& call : result.tool_calls) {
+      std::printf("tool call: %s %s\n", call.name.c_str(), call.arguments.c_str());
+    }
     std::fflush(stdout);
     if (!s.ok()) {
       // The session is unchanged after an error, so the chat can go on.
