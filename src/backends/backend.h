@@ -65,7 +65,7 @@ enum class BackendOutput {
 struct BackendCapabilities {
   // Bit (1 << KvType) for each KV element type the sessions store.
   uint32_t kv_types = 0;
-  // BackendSession::Drop (a sliding window, --kv-policy slide).
+  // BackendSession::Drop (a sliding window, kv_policy=slide).
   bool sliding_window = false;
   // BackendSession::ExportRows / ValidateRows / ImportRows (session state
   // files).
@@ -126,7 +126,8 @@ class BackendSession {
   // positions is given back. Unsupported unless capabilities().sliding_window.
   virtual Status Drop(size_t begin, size_t count, size_t n_tokens) = 0;
   // Positions [0, n_tokens) in the serialized layout (KvStateRowBytes),
-  // handed to `sink` a row at a time. Unsupported unless state_rows.
+  // handed to `sink` in order, a row or a block of rows at a time (never
+  // the whole cache at once). Unsupported unless state_rows.
   using ByteSink = std::function<void(const uint8_t* data, size_t size)>;
   virtual Status ExportRows(size_t n_tokens, const ByteSink& sink) const = 0;
   // Checks serialized rows from an untrusted source (size, every value
