@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -295,9 +296,9 @@ struct BenchReport {
   Shape shape;
   const LoadedModel* loaded = nullptr;
   Speeds speeds;
-  const ConstrainedSpeeds* constrained = nullptr;
+  std::optional<ConstrainedSpeeds> constrained;  // with a constraint
   Footprint footprint;
-  const Roofline* roofline = nullptr;
+  std::optional<Roofline> roofline;  // with --roofline
   CpuKernelChoice kernels;
   bool op_times = false;
   // Decode reads every weight once per token (the tied output projection
@@ -437,7 +438,7 @@ Json ReportJson(const BenchReport& r) {
   out["load_ms"] = r.loaded->load_ms;
   out["prefill_tok_s"] = StatsJson(r.speeds.prefill);
   out["decode_tok_s"] = StatsJson(r.speeds.decode);
-  if (r.constrained != nullptr) {
+  if (r.constrained) {
     out["constrained_decode_tok_s"] = StatsJson(r.constrained->decode);
     out["constrained_time_ratio"] = StatsJson(r.constrained->time_ratio);
     out["mask_us"] =
@@ -459,7 +460,7 @@ Json ReportJson(const BenchReport& r) {
   out["decode_weight_gb_s"] = r.decode_gb_s;
   out["decode_gmac_s"] = r.decode_gmac_s;
   out["prefill_gmac_s"] = r.prefill_gmac_s;
-  if (r.roofline != nullptr) out["roofline"] = RooflineJson(r);
+  if (r.roofline) out["roofline"] = RooflineJson(r);
   if (r.op_times) {
     out["op_times"] = Json{{"prefill", PhaseJson(r.speeds.prefill_ops)},
                            {"decode", PhaseJson(r.speeds.decode_ops)}};
@@ -498,7 +499,7 @@ void PrintReport(const BenchReport& r) {
               s.prefill.max, static_cast<long long>(r.shape.reps));
   std::printf("decode     %lld tokens: %.1f tok/s median (min %.1f, max %.1f)\n",
               static_cast<long long>(r.shape.n_gen), s.decode.median, s.decode.min, s.decode.max);
-  if (r.constrained != nullptr) {
+  if (r.constrained) {
     const ConstrainedSpeeds& c = *r.constrained;
     std::printf(
         "grammar    decode %.1f tok/s median (min %.1f, max %.1f); %.3fx the time of the "
@@ -530,40 +531,48 @@ void PrintReport(const BenchReport& r) {
                 r.footprint.cpu_s_per_inference);
     std::printf("peak RSS   %.1f MiB including the standard inference\n", r.footprint.std_peak_rss);
   }
-  if (r.roofline != nullptr) PrintRoofline(r);
+  if (r.roofline) PrintRoofline(r);
 }
 
-// Measures everything the flags ask for into *r (the constraint's and the
-// roofline's results into the given structs).
-int Measure(const Args& args, const GenerateOptions& constraint, double rss_before_load,
-            BenchReport* r, ConstrainedSpeeds* constrained, Roofline* roofline) {
-  const Model& model = *r->loaded->model;
-  const ModelConfig& config = model.config();
-  std::mt19937 rng(1234);
-  const std::vector<int32_t> prompt = RandomIds(&rng, config.vocab, r->shape.n_prompt);
-  Session session(&model, r->loaded->session);
-  if (!MeasureSpeeds(&session, prompt, r->shape, r->op_times, &r->speeds)) return kExitError;
-  if (constraint.grammar != nullptr) {
-    if (!MeasureConstrained(&session, prompt, r->shape, constraint.grammar, constrained)) {
-      return kExitError;
-    }
-    r->constrained = constrained;
-  }
-  Footprint& f = r->footprint;
-  f.kv_mib = session.memory().kv / (1024.0 * 1024.0);  // before the next run
+// The KV cache and peak resident set after the measured runs, then the
+// standard inference and the peak with it.
+bool MeasureFootprint(Session* session, std::mt19937* rng, double rss_before_load, Footprint* f) {
+  f->kv_mib = session->memory().kv / (1024.0 * 1024.0);  // before the next run
   // The -p/-n workload's peak, before the longer standard inference grows
   // the KV cache past it (that one is reported on its own).
-  f.peak_rss = PeakRssMib();
-  f.rss_increase = f.peak_rss - rss_before_load;
-  if (!MeasureStandardInference(&session, &rng, &f.cpu_s_per_inference)) return kExitError;
-  f.std_peak_rss = f.cpu_s_per_inference >= 0 ? PeakRssMib() : -1.0;
+  f->peak_rss = PeakRssMib();
+  f->rss_increase = f->peak_rss - rss_before_load;
+  if (!MeasureStandardInference(session, rng, &f->cpu_s_per_inference)) return false;
+  f->std_peak_rss = f->cpu_s_per_inference >= 0 ? PeakRssMib() : -1.0;
+  return true;
+}
+
+// The weight traffic and multiply-accumulate rates of the median speeds.
+void SetRates(const Model& model, BenchReport* r) {
+  const ModelConfig& config = model.config();
   r->weight_gb = model.weight_bytes() / 1e9;
   r->decode_gb_s = r->weight_gb * r->speeds.decode.median;
   r->decode_gmac_s = LinearMacsPerToken(config, true) * r->speeds.decode.median / 1e9;
   r->prefill_gmac_s = LinearMacsPerToken(config, false) * r->speeds.prefill.median / 1e9;
-  if (args.Has("--roofline")) {
-    if (!MeasureRoofline(&session, prompt, r->shape, r->weight_gb, roofline)) return kExitError;
-    r->roofline = roofline;
+}
+
+// Measures everything the flags ask for, in the order docs/cli.md gives.
+int Measure(const Args& args, const std::shared_ptr<const grammar::Grammar>& constraint,
+            double rss_before_load, BenchReport* r) {
+  const Model& model = *r->loaded->model;
+  std::mt19937 rng(1234);
+  const std::vector<int32_t> prompt = RandomIds(&rng, model.config().vocab, r->shape.n_prompt);
+  Session session(&model, r->loaded->session);
+  if (!MeasureSpeeds(&session, prompt, r->shape, r->op_times, &r->speeds)) return kExitError;
+  if (constraint != nullptr &&
+      !MeasureConstrained(&session, prompt, r->shape, constraint, &r->constrained.emplace())) {
+    return kExitError;
+  }
+  if (!MeasureFootprint(&session, &rng, rss_before_load, &r->footprint)) return kExitError;
+  SetRates(model, r);
+  if (args.Has("--roofline") &&
+      !MeasureRoofline(&session, prompt, r->shape, r->weight_gb, &r->roofline.emplace())) {
+    return kExitError;
   }
   r->kernels = CpuKernelsFor(model, r->loaded->session);
   return kExitOk;
@@ -598,10 +607,7 @@ int CmdBench(int argc, char** argv) {
   report.model_path = args.Get("-m");
   report.loaded = &loaded;
   report.op_times = args.Has("--op-times");
-  ConstrainedSpeeds constrained;
-  Roofline roofline;
-  if (const int rc = Measure(args, constraint, rss_before_load, &report, &constrained, &roofline);
-      rc != kExitOk) {
+  if (const int rc = Measure(args, constraint.grammar, rss_before_load, &report); rc != kExitOk) {
     return rc;
   }
   if (args.Has("--json")) {
