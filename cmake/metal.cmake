@@ -4,7 +4,7 @@
 # points. The source is generated on every platform: the host embeds it,
 # and tests/metal compiles and runs it through the Metal shim.
 set(POCKET_METAL_KERNEL_FILES dequant.cl reduce.cl hadamard.cl embed.cl linear.cl rms_norm.cl
-    rope.cl elementwise.cl kv_append.cl attention.cl)
+    rope.cl elementwise.cl kv_append.cl kv_shift.cl attention.cl)
 list(TRANSFORM POCKET_METAL_KERNEL_FILES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/kernels/gpu/)
 list(PREPEND POCKET_METAL_KERNEL_FILES ${CMAKE_CURRENT_SOURCE_DIR}/kernels/metal/prelude.metal)
 list(APPEND POCKET_METAL_KERNEL_FILES ${CMAKE_CURRENT_SOURCE_DIR}/kernels/metal/linear_rows.metal)

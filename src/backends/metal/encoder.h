@@ -45,6 +45,11 @@ class Encoder {
   // threads_per_group threads along x.
   virtual Status Dispatch(size_t groups0, size_t groups1, size_t threads_per_group) = 0;
 
+  // A copy of `bytes` between (or within, not overlapping) buffers,
+  // ordered after the dispatches encoded before it and before those after.
+  virtual Status Copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset,
+                      size_t bytes) = 0;
+
   // Host data a later dispatch of this command buffer reads (token ids,
   // rope tables), copied now into memory that nothing else encoded in the
   // same command buffer overwrites; *offset is where it starts in the

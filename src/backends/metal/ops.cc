@@ -74,6 +74,29 @@ constexpr size_t kLinearTokens = 4;
 size_t DTypeCode(DType t) { return static_cast<size_t>(t); }
 size_t KvCode(KvType t) { return static_cast<size_t>(t); }
 
+// Each token's cos and sin of every rope frequency, computed exactly as the
+// CPU backend computes them (kernels/cpu/rope-inl.h), so both backends
+// rotate by identical floats.
+Status UploadRopeAngles(Encoder* enc, const int32_t* positions, size_t n, size_t head_dim,
+                        float theta, const Buffer** cos_buf, size_t* cos_off,
+                        const Buffer** sin_buf, size_t* sin_off) {
+  const size_t half = head_dim / 2;
+  std::vector<float> cos_t(n * half), sin_t(n * half);
+  for (size_t i = 0; i < half; ++i) {
+    const float freq =
+        1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    for (size_t t = 0; t < n; ++t) {
+      const float angle = static_cast<float>(positions[t]) * freq;
+      cos_t[t * half + i] = std::cos(angle);
+      sin_t[t * half + i] = std::sin(angle);
+    }
+  }
+  const size_t bytes = cos_t.size() * sizeof(float);
+  POCKET_ASSIGN_OR_RETURN(*cos_buf, enc->Upload(cos_t.data(), bytes, cos_off));
+  POCKET_ASSIGN_OR_RETURN(*sin_buf, enc->Upload(sin_t.data(), bytes, sin_off));
+  return Status::Ok();
+}
+
 }  // namespace
 
 size_t KvBufferBytes(KvType type, size_t tokens, size_t row_stride, size_t head_dim) {
@@ -170,23 +193,10 @@ Status Rope(Encoder* enc, Span x, size_t n, size_t n_heads, size_t head_dim,
   if (head_dim % 2 != 0) {
     return Errorf(StatusCode::kInvalidArgument, "rope: head_dim %zu is odd", head_dim);
   }
-  // The angles, computed here exactly as the CPU backend computes them
-  // (kernels/cpu/rope-inl.h), so both backends rotate by identical floats.
-  const size_t half = head_dim / 2;
-  std::vector<float> cos_t(n * half), sin_t(n * half);
-  for (size_t i = 0; i < half; ++i) {
-    const float freq =
-        1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-    for (size_t t = 0; t < n; ++t) {
-      const float angle = static_cast<float>(positions[t]) * freq;
-      cos_t[t * half + i] = std::cos(angle);
-      sin_t[t * half + i] = std::sin(angle);
-    }
-  }
-  const size_t bytes = cos_t.size() * sizeof(float);
   size_t cos_off = 0, sin_off = 0;
-  POCKET_ASSIGN_OR_RETURN(const Buffer* cos_buf, enc->Upload(cos_t.data(), bytes, &cos_off));
-  POCKET_ASSIGN_OR_RETURN(const Buffer* sin_buf, enc->Upload(sin_t.data(), bytes, &sin_off));
+  const Buffer *cos_buf = nullptr, *sin_buf = nullptr;
+  POCKET_RETURN_IF_ERROR(
+      UploadRopeAngles(enc, positions, n, head_dim, theta, &cos_buf, &cos_off, &sin_buf, &sin_off));
   return Launch(enc, Pipeline::kRope)
       .Arg(*x.buffer)
       .Arg(*cos_buf, cos_off)
@@ -196,7 +206,7 @@ Status Rope(Encoder* enc, Span x, size_t n, size_t n_heads, size_t head_dim,
       .Arg(n_heads)
       .Arg(head_dim)
       .Arg(static_cast<size_t>(style))  // matches ROPE_NEOX in rope.cl
-      .RunThreads(n * n_heads * half);
+      .RunThreads(n * n_heads * (head_dim / 2));
 }
 
 namespace {
@@ -258,6 +268,86 @@ Status KvAppend(Encoder* enc, const DeviceKvView& kv, size_t n_past, Span k, Spa
       .Arg(kv.row_stride)
       .Arg(KvCode(kv.type))
       .RunThreads(n * kv.row_stride);
+}
+
+namespace {
+
+// Copies positions [src, src + count) of one K or V buffer to dst: the
+// codes (or values), then the q8 scales.
+Status CopyKvRows(Encoder* enc, const DeviceKvView& kv, const Buffer& buffer, size_t dst,
+                  size_t src, size_t count) {
+  const size_t values = KvBufferBytes(kv.type, 1, kv.row_stride, kv.head_dim);
+  const size_t codes = kv.type == KvType::kQ8 ? kv.row_stride : values;
+  POCKET_RETURN_IF_ERROR(enc->Copy(buffer, src * codes, buffer, dst * codes, count * codes));
+  if (kv.type != KvType::kQ8) return Status::Ok();
+  const size_t scales = KvScalesOffset(kv.type, kv.capacity, kv.row_stride);
+  const size_t scale_bytes = values - codes;
+  return enc->Copy(buffer, scales + src * scale_bytes, buffer, scales + dst * scale_bytes,
+                   count * scale_bytes);
+}
+
+}  // namespace
+
+Status KvShift(Encoder* enc, const DeviceKvView& kv, size_t dst, size_t src, size_t count,
+               const KvRope& rope) {
+  POCKET_RETURN_IF_ERROR(CheckKv("kv_shift", kv, src + count));
+  const size_t group = kv.type == KvType::kQ8 ? kv.head_dim : kv.row_stride;
+  if (dst >= src ||
+      (rope.head_dim != 0 && (rope.head_dim % 2 != 0 || group % rope.head_dim != 0))) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "kv_shift: cannot move positions from %zu to %zu with rope heads of %zu in rows "
+                  "of %zu",
+                  src, dst, rope.head_dim, kv.row_stride);
+  }
+  if (count == 0) return Status::Ok();
+  // A negative position rotates backwards: R(p) then R(dst - src) is
+  // R(p + dst - src).
+  const int32_t delta = -static_cast<int32_t>(src - dst);
+  const Buffer *cos_buf = nullptr, *sin_buf = nullptr;
+  size_t cos_off = 0, sin_off = 0;
+  if (rope.head_dim != 0) {
+    POCKET_RETURN_IF_ERROR(UploadRopeAngles(enc, &delta, 1, rope.head_dim, rope.theta, &cos_buf,
+                                            &cos_off, &sin_buf, &sin_off));
+  }
+  // Steps of at most src - dst positions never write a row that a later
+  // thread of the same dispatch reads; dispatches and copies run in
+  // encoding order.
+  const size_t step = src - dst;
+  for (size_t done = 0; done < count; done += step) {
+    const size_t n = std::min(step, count - done);
+    POCKET_RETURN_IF_ERROR(CopyKvRows(enc, kv, *kv.v, dst + done, src + done, n));
+    if (rope.head_dim == 0) {
+      POCKET_RETURN_IF_ERROR(CopyKvRows(enc, kv, *kv.k, dst + done, src + done, n));
+    } else if (kv.type == KvType::kQ8) {
+      POCKET_RETURN_IF_ERROR(Launch(enc, Pipeline::kKvShiftQ8)
+                                 .Arg(*kv.k)
+                                 .Arg(*cos_buf, cos_off)
+                                 .Arg(*sin_buf, sin_off)
+                                 .Arg(dst + done)
+                                 .Arg(src + done)
+                                 .Arg(n)
+                                 .Arg(kv.row_stride)
+                                 .Arg(kv.head_dim)
+                                 .Arg(rope.head_dim)
+                                 .Arg(static_cast<size_t>(rope.style))
+                                 .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
+                                 .RunThreads(n * (kv.row_stride / kv.head_dim)));
+    } else {
+      POCKET_RETURN_IF_ERROR(Launch(enc, Pipeline::kKvShift)
+                                 .Arg(*kv.k)
+                                 .Arg(*cos_buf, cos_off)
+                                 .Arg(*sin_buf, sin_off)
+                                 .Arg(dst + done)
+                                 .Arg(src + done)
+                                 .Arg(n)
+                                 .Arg(kv.row_stride)
+                                 .Arg(rope.head_dim)
+                                 .Arg(static_cast<size_t>(rope.style))
+                                 .Arg(KvCode(kv.type))
+                                 .RunThreads(n * (kv.row_stride / 2)));
+    }
+  }
+  return Status::Ok();
 }
 
 Status Attention(Encoder* enc, Span q, size_t n, size_t n_past, const DeviceKvView& kv,

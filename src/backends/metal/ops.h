@@ -71,6 +71,13 @@ Status Swiglu(Encoder* enc, Span g, Span u, size_t count, Span out);
 Status Add(Encoder* enc, Span a, Span b, size_t count, Span out);
 // Writes k[n, row_stride], v[n, row_stride] at positions [n_past, n_past + n).
 Status KvAppend(Encoder* enc, const DeviceKvView& kv, size_t n_past, Span k, Span v, size_t n);
+// Moves cache positions [src, src + count) to [dst, dst + count), dst < src,
+// for a sliding window: V rows are copied as stored; K rows are re-encoded
+// at their new positions (rotated by dst - src positions with `rope`, as
+// the CPU's KvShift rotates them). Ranges that overlap move in steps of
+// src - dst positions.
+Status KvShift(Encoder* enc, const DeviceKvView& kv, size_t dst, size_t src, size_t count,
+               const KvRope& rope);
 // Causal GQA attention: q[n, n_heads*head_dim] at positions
 // [n_past, n_past + n) over cache positions [0, n_past + n); out has q's
 // shape.

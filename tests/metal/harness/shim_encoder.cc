@@ -158,6 +158,20 @@ Status ShimEncoder::Dispatch(size_t groups0, size_t groups1, size_t threads_per_
   return Status::Ok();
 }
 
+Status ShimEncoder::Copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset,
+                         size_t bytes) {
+  if (src_offset + bytes > src.bytes || dst_offset + bytes > dst.bytes) {
+    return Errorf(StatusCode::kInvalidArgument, "copy of %zu bytes outside its buffers", bytes);
+  }
+  // A blit's ranges may not overlap in the same buffer.
+  if (src.contents == dst.contents && src_offset < dst_offset + bytes &&
+      dst_offset < src_offset + bytes) {
+    return Errorf(StatusCode::kInvalidArgument, "copy between overlapping ranges");
+  }
+  if (bytes > 0) std::memcpy(dst.contents + dst_offset, src.contents + src_offset, bytes);
+  return Status::Ok();
+}
+
 StatusOr<const Buffer*> ShimEncoder::Upload(const void* data, size_t bytes, size_t* offset) {
   Buffer* b = NewBuffer(bytes);
   if (bytes > 0) std::memcpy(b->contents, data, bytes);

@@ -31,6 +31,8 @@ class ShimEncoder : public Encoder {
   void SetBuffer(uint32_t slot, const Buffer& buffer, size_t offset) override;
   void SetBytes(uint32_t slot, const void* data, size_t size) override;
   Status Dispatch(size_t groups0, size_t groups1, size_t threads_per_group) override;
+  Status Copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset,
+              size_t bytes) override;
   StatusOr<const Buffer*> Upload(const void* data, size_t bytes, size_t* offset) override;
   StatusOr<const Buffer*> Scratch(ScratchId id, size_t bytes) override;
 

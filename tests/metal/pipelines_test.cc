@@ -1,0 +1,66 @@
+// The Metal backend's pipeline table against the kernel functions of the
+// sources, all derived from the sources rather than listed again here:
+// every kernel function of the Metal library has a pipeline and every
+// pipeline a kernel function; the harness compiled every one of them; and
+// every kernel of the OpenCL program (the ops the OpenCL backend
+// implements) has a Metal pipeline of the same name.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+
+#include "backends/metal/library_source.h"
+#include "backends/metal/pipelines.h"
+#include "metal/harness/kernels.h"
+#if POCKET_WITH_OPENCL
+#include "backends/opencl/kernel_sources.h"
+#endif
+
+namespace pocket::metal {
+namespace {
+
+// Names of the kernel functions defined in `text`: `KERNEL void name(` in
+// the shared bodies, `kernel void name(` in Metal's own files.
+std::set<std::string> KernelNames(const std::string& text) {
+  static const std::regex kKernel(R"((?:KERNEL|kernel)\s+void\s+([A-Za-z0-9_]+)\s*\()");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kKernel);
+       it != std::sregex_iterator(); ++it) {
+    names.insert((*it)[1]);
+  }
+  return names;
+}
+
+std::set<std::string> PipelineNames() {
+  return std::set<std::string>(kPipelineNames, kPipelineNames + kNumPipelines);
+}
+
+TEST(MetalPipelinesTest, OnePerKernelFunctionOfTheLibrary) {
+  const std::set<std::string> kernels = KernelNames(kLibrarySource);
+  EXPECT_GE(kernels.size(), 10u);  // the parse found the library's kernels
+  EXPECT_EQ(PipelineNames(), kernels);
+  EXPECT_EQ(PipelineNames().size(), kNumPipelines) << "a name listed twice";
+}
+
+TEST(MetalPipelinesTest, TheHarnessRunsEveryPipeline) {
+  std::set<std::string> compiled;
+  for (const harness::KernelFunction& f : harness::KernelFunctions()) compiled.insert(f.name);
+  EXPECT_EQ(compiled, PipelineNames());
+}
+
+#if POCKET_WITH_OPENCL
+TEST(MetalPipelinesTest, EveryOpenClKernelHasOne) {
+  std::string program;
+  for (size_t i = 0; i < opencl::kNumKernelSources; ++i) program += opencl::kKernelSources[i].text;
+  const std::set<std::string> opencl = KernelNames(program);
+  EXPECT_GE(opencl.size(), 9u);
+  for (const std::string& name : opencl) {
+    EXPECT_EQ(PipelineNames().count(name), 1u)
+        << "the OpenCL kernel " << name << " has no Metal pipeline";
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace pocket::metal
