@@ -64,6 +64,7 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
   const Tokenizer& tok = session->model().tokenizer();
   const GenerateOptions& opt = *run->options;
   POCKET_RETURN_IF_ERROR(ValidateSamplingParams(opt.sampling, config.vocab));
+  POCKET_RETURN_IF_ERROR(ValidateSpeculationOptions(opt.speculation, session->model()));
   const int32_t max_new =
       opt.max_new_tokens >= 0 ? opt.max_new_tokens : config.generation.max_new_tokens;
 
@@ -107,6 +108,7 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     return true;
   };
 
+  SpeculativeDecoder spec(session, opt.speculation);
   t0 = std::chrono::steady_clock::now();
   int32_t last = -1;
   cancelled = cancel_requested();  // during the prefill
@@ -133,6 +135,8 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     if (masker != nullptr && !masker->Accept(last).ok()) {
       // Every token was masked: no token of the vocabulary spells a byte
       // the grammar allows here. The cache holds every earlier token.
+      spec.Finish();
+      result->speculation = spec.stats();
       result->decode_seconds = Seconds(t0);
       return Errorf(StatusCode::kInvalidArgument,
                     "grammar: no token of the vocabulary can continue the output after %zu "
@@ -153,20 +157,23 @@ Status RunGeneration(Run* run, const std::vector<int32_t>& target, GenerateResul
     }
     // A sliding cache never fills; otherwise the context end stops here
     // (and the budget's end fails the next Eval).
-    const bool context_full = session->options().kv_policy == KvPolicy::kError &&
-                              session->position() >= session->context();
+    const bool context_full =
+        session->options().kv_policy == KvPolicy::kError && spec.position() >= session->context();
     if (static_cast<int32_t>(result->ids.size()) >= max_new || context_full) {
       result->stop = "length";
       break;
     }
-    Status s = session->Eval({last}, LogitsMode::kLast, &logits);
+    Status s = spec.Feed(history, &logits);
     if (!s.ok()) {
       cont->pending = {last};
+      result->speculation = spec.stats();
       result->decode_seconds = Seconds(t0);
       return s;
     }
     ++result->decode_tokens;
   }
+  spec.Finish();
+  result->speculation = spec.stats();
   if (result->stop == "length" || result->stop == "eos") {
     emit(filter.Push(decoder.Flush()), last);
     emit(filter.Finish(), last);

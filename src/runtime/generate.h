@@ -24,6 +24,7 @@
 #include "grammar/tool_calls.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 #include "tokenizer/chat_template.h"
 #include "util/status.h"
 
@@ -56,6 +57,9 @@ struct GenerateOptions {
   // rendered again each time.
   std::vector<grammar::ToolDefinition> tools;
   grammar::ToolChoice tool_choice = grammar::ToolChoice::kAuto;
+  // Speculative decoding (speculative.h): the same tokens, fewer passes
+  // over the weights where the drafter guesses well. Off by default.
+  SpeculationOptions speculation;
 };
 
 struct GenerateResult {
@@ -65,8 +69,9 @@ struct GenerateResult {
   // Why the call ended: "eos" | "length" | "stop_string" | "cancelled", or on
   // an error "budget" (kBudgetExceeded) | "error" (any other).
   std::string stop;
-  int prefill_tokens = 0;           // tokens run by the prefill (pending + prompt)
-  int decode_tokens = 0;            // single-token steps after the prefill
+  int prefill_tokens = 0;        // tokens run by the prefill (pending + prompt)
+  int decode_tokens = 0;         // tokens run after the prefill
+  SpeculationStats speculation;  // how speculation ran them
   double prefill_seconds = 0;
   double decode_seconds = 0;
   // With tools: the complete tool calls in `text`, in order (a call cut
