@@ -201,12 +201,18 @@ TEST(ReferenceBackendTest, CliRunReproducesGoldenAndInspectListsIt) {
   }
   const testing::CliOutput devices = testing::RunCli("inspect --devices");
   ASSERT_EQ(devices.exit_code, 0) << devices.out;
+  // Each backend's first line starts with its name, then a space or (for
+  // a device index, "opencl:0.0") a colon.
   for (const BackendEntry& e : RegisteredBackends()) {
-    const std::string line = e.name + " ";
-    EXPECT_TRUE(devices.out.rfind(line, 0) == 0 ||
-                devices.out.find("\n" + line) != std::string::npos)
-        << e.name << " missing from:\n"
-        << devices.out;
+    bool listed = false;
+    for (size_t at = 0; at != std::string::npos && !listed;
+         at = devices.out.find('\n' + e.name, at + 1)) {
+      const size_t start = devices.out[at] == '\n' ? at + 1 : at;
+      const size_t end = start + e.name.size();
+      listed = devices.out.compare(start, e.name.size(), e.name) == 0 && end < devices.out.size() &&
+               (devices.out[end] == ' ' || devices.out[end] == ':');
+    }
+    EXPECT_TRUE(listed) << e.name << " missing from:\n" << devices.out;
   }
 }
 
