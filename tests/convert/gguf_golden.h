@@ -1,6 +1,6 @@
-// Tokenizer goldens as JSON lines ({"text", "ids"}, and for the
-// pre-tokenizer goldens "pre" and "words"), read independently of the code
-// under test, and a check that a tokenizer encodes them.
+// Tokenizer goldens as JSON lines ({"text", "ids"}; the pre-tokenizer
+// goldens have "pre" and "words", and "ids" for some), read independently
+// of the code under test, and a check that a tokenizer encodes them.
 #pragma once
 
 #include <sstream>
@@ -38,7 +38,9 @@ inline std::vector<Golden> LoadGolden(const std::string& path) {
       for (const Json& w : (*j)["words"]) g.words.push_back(w.get<std::string>());
     }
     EXPECT_TRUE(GetString(*j, "text", &g.text, "golden").ok());
-    EXPECT_TRUE(GetIntArray(*j, "ids", &ids, "golden").ok());
+    if (!j->contains("pre") || j->contains("ids")) {
+      EXPECT_TRUE(GetIntArray(*j, "ids", &ids, "golden").ok());
+    }
     g.ids.assign(ids.begin(), ids.end());
     out.push_back(g);
   }
