@@ -22,3 +22,17 @@ add_custom_command(OUTPUT ${POCKET_METAL_SOURCE} ${POCKET_METAL_EMBEDDED} ${POCK
   COMMENT "Generating the Metal library source" VERBATIM)
 add_custom_target(metal_library_source DEPENDS ${POCKET_METAL_SOURCE} ${POCKET_METAL_EMBEDDED}
                                                ${POCKET_METAL_NAMES})
+
+# The backend itself, on Apple platforms: the op layer (plain C++) and the
+# host (Objective-C++ with ARC over Metal.framework), registered as "metal".
+if(POCKET_METAL)
+  enable_language(OBJCXX)
+  file(GLOB _pocket_metal_host CONFIGURE_DEPENDS
+       ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/metal/*.mm)
+  pocket_module(metal DIRS backends/metal DEPS pocket_graph pocket_format pocket_quant
+                SRCS ${_pocket_metal_host} ${POCKET_METAL_EMBEDDED})
+  add_dependencies(pocket_metal metal_library_source)
+  target_compile_options(pocket_metal PRIVATE $<$<COMPILE_LANGUAGE:OBJCXX>:-fobjc-arc>)
+  target_link_libraries(pocket_metal PUBLIC "-framework Metal" "-framework Foundation")
+  pocket_register_backend(pocket_metal MetalBackendEntry)
+endif()

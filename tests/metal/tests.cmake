@@ -69,3 +69,20 @@ if(POCKET_CLANGXX14)
       LABELS metal_shim)
   endforeach()
 endif()
+
+# The host's Objective-C++ passes the compiler's syntax and ARC checks
+# against the project's declarations of the Metal and Foundation API it
+# calls (tests/metal/objc), so a typo or a selector of the wrong shape
+# fails here too.
+if(POCKET_CLANGXX14)
+  file(GLOB _pocket_metal_mm CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backends/metal/*.mm)
+  foreach(mm ${_pocket_metal_mm})
+    get_filename_component(stem ${mm} NAME_WE)
+    add_test(NAME metal_host_syntax_${stem}
+      COMMAND ${POCKET_CLANGXX14} -std=c++17 -fsyntax-only -x objective-c++ -fobjc-arc
+              -fobjc-runtime=macosx-11.0 -fblocks -Wall -Wextra -Wno-unused-parameter -Werror
+              -I${CMAKE_CURRENT_SOURCE_DIR}/metal/objc -I${CMAKE_SOURCE_DIR}/src
+              -I${CMAKE_SOURCE_DIR}/include ${mm})
+    set_tests_properties(metal_host_syntax_${stem} PROPERTIES LABELS metal_shim)
+  endforeach()
+endif()

@@ -67,6 +67,9 @@ TEST(InspectVerify, InspectShowsTheStoriesShape) {
   const CliOutput text = RunCli("inspect '" + kModel + "'");
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("layers           5"), std::string::npos) << text.out;
+  // The converter's summary of the types (test-models: --quant f32).
+  EXPECT_NE(text.out.find("quantization     f32, embeddings f32, norms f32\n"), std::string::npos)
+      << text.out;
 }
 
 TEST(InspectVerify, VerifyAcceptsTheGoodFile) {

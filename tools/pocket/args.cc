@@ -1,6 +1,7 @@
 #include "tools/pocket/args.h"
 
 #include <strings.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -13,18 +14,12 @@ const Flag& HelpFlag() {
   return help;
 }
 
+// Whether `name` is one of the flag's; *key is then its first.
 bool HasName(const Flag& flag, const std::string& name, std::string* key) {
-  size_t start = 0;
-  while (start <= flag.names.size()) {
-    size_t bar = flag.names.find('|', start);
-    if (bar == std::string::npos) bar = flag.names.size();
-    if (flag.names.compare(start, bar - start, name) == 0 && bar - start == name.size()) {
-      *key = flag.names.substr(0, flag.names.find('|'));
-      return true;
-    }
-    start = bar + 1;
-  }
-  return false;
+  const std::vector<std::string> names = Names(flag);
+  if (std::find(names.begin(), names.end(), name) == names.end()) return false;
+  *key = names.front();
+  return true;
 }
 
 bool ParseInt(const std::string& text, int64_t* out) {

@@ -161,7 +161,7 @@ void PrintText(const Json& d) {
     std::printf("  rope             theta %g, %s\n", c["rope_theta"].get<double>(),
                 Str(c["rope_style"]).c_str());
     std::printf("  tied embeddings  %s\n", c["tied_embeddings"].get<bool>() ? "yes" : "no");
-    std::printf("  quantization     %s\n", Str(c["quant_summary"]).c_str());
+    std::printf("  quantization     %s\n", Str(c["quant"]).c_str());
     std::printf("  chat template    %s\n", Str(c["chat_template_kind"]).c_str());
     std::printf("  stop tokens      %s\n", Str(c["stop_token_ids"]).c_str());
     std::printf("  provenance       %s\n", Str(c["provenance"]).c_str());

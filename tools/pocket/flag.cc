@@ -8,16 +8,10 @@ namespace {
 constexpr size_t kHelpColumn = 24;
 constexpr size_t kLineWidth = 80;
 
-// "-n, --n-predict N": the aliases and the value's name.
+// "-n, --n-predict N": the names and the value's name.
 std::string Synopsis(const Flag& f) {
   std::string out;
-  size_t start = 0;
-  while (start <= f.names.size()) {
-    size_t bar = f.names.find('|', start);
-    if (bar == std::string::npos) bar = f.names.size();
-    out += (out.empty() ? "" : ", ") + f.names.substr(start, bar - start);
-    start = bar + 1;
-  }
+  for (const std::string& name : Names(f)) out += (out.empty() ? "" : ", ") + name;
   std::string value = f.value;
   if (value.empty() && f.kind == ValueKind::kChoice) {
     for (const std::string& c : f.choices()) value += (value.empty() ? "" : "|") + c;
@@ -45,6 +39,18 @@ void AppendWrapped(const std::string& text, std::string line, std::string* out) 
 }
 
 }  // namespace
+
+std::vector<std::string> Names(const Flag& flag) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= flag.names.size()) {
+    size_t bar = flag.names.find('|', start);
+    if (bar == std::string::npos) bar = flag.names.size();
+    names.push_back(flag.names.substr(start, bar - start));
+    start = bar + 1;
+  }
+  return names;
+}
 
 Flag Switch(std::string names, std::string help) {
   Flag f;
@@ -108,18 +114,16 @@ std::string FlagHelp(const std::vector<const FlagTable*>& tables) {
   for (const FlagTable* table : tables) {
     out += "\n" + table->title + ":\n";
     for (const Flag& f : table->flags) {
-      std::string line = "  " + Synopsis(f);
-      line += line.size() + 2 <= kHelpColumn ? std::string(kHelpColumn - line.size(), ' ')
-                                             : "\n" + std::string(kHelpColumn, ' ');
       std::string help = f.help;
       if (!f.fallback.empty()) help += " (default " + f.fallback + ")";
       if (f.repeatable) help += "; repeatable";
       // A synopsis too long for its column takes a line of its own.
-      const size_t nl = line.rfind('\n');
-      if (nl != std::string::npos) {
-        out += line.substr(0, nl + 1);
-        line = line.substr(nl + 1);
+      std::string line = "  " + Synopsis(f);
+      if (line.size() + 2 > kHelpColumn) {
+        out += line + "\n";
+        line.clear();
       }
+      line.resize(kHelpColumn, ' ');
       AppendWrapped(help, line, &out);
     }
   }

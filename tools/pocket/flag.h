@@ -53,6 +53,9 @@ Flag Choice(std::string names, std::string fallback, std::vector<std::string> ch
             std::string help);
 Flag Repeatable(Flag flag);
 
+// The flag's names: "-n|--n-predict" -> {"-n", "--n-predict"}.
+std::vector<std::string> Names(const Flag& flag);
+
 // A command's own flags, or a group several commands share.
 struct FlagTable {
   std::string title;  // "options", "model options", ...
