@@ -3,6 +3,8 @@
 // stories260K, matches the CPU backend's greedy ids with f32 maths on q4
 // weights, slides its KV window like the CPU, and its session states load on
 // the CPU backend (and back), since both write the same serialized rows.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -15,6 +17,7 @@
 #include "backends/registry.h"
 #include "runtime/generate.h"
 #include "testing/run_cli.h"
+#include "tests/runtime/qwen3_fixture.h"
 #include "tests/runtime/stories_fixture.h"
 
 namespace pocket {
@@ -108,6 +111,35 @@ TEST(ReferenceBackendTest, MatchesCpuF32MathsOnQ4Weights) {
   std::remove(path.c_str());
   EXPECT_EQ(ids[1], ids[0]);
   EXPECT_EQ(ids[0].size(), 80u);
+}
+
+// Qwen3's ops beyond stories260K's (per-head RMSNorm of q and k, NeoX
+// RoPE, grouped-query attention) on q8 weights: the reference's logits for
+// every row of a prompt are the CPU's with f32 maths, to f32 rounding.
+TEST(ReferenceBackendTest, Qwen3LogitsMatchCpuF32Maths) {
+  const std::string path = testing_qwen3::Write("reference_q8", 256, DType::kQ8);
+  ASSERT_FALSE(path.empty());
+  std::vector<float> logits[2];
+  const char* backends[2] = {"cpu", "reference"};
+  for (int b = 0; b < 2; ++b) {
+    std::unique_ptr<Model> model = Load(path, backends[b], QuantMath::kF32);
+    ASSERT_NE(model, nullptr);
+    auto ids = model->tokenizer().Encode("Once upon a time, a little dog found a ball.");
+    ASSERT_TRUE(ids.ok());
+    ASSERT_GT(ids->size(), 8u);
+    SessionOptions options;
+    options.kv_type = KvType::kF32;
+    Session session(model.get(), options);
+    ASSERT_TRUE(session.Eval(*ids, LogitsMode::kAll, &logits[b]).ok());
+  }
+  ASSERT_EQ(logits[1].size(), logits[0].size());
+  float scale = 0.0f, worst = 0.0f;
+  for (size_t i = 0; i < logits[0].size(); ++i) {
+    scale = std::max(scale, std::fabs(logits[0][i]));
+    worst = std::max(worst, std::fabs(logits[1][i] - logits[0][i]));
+  }
+  EXPECT_GT(scale, 0.0f);
+  EXPECT_LE(worst, 1e-4f * scale) << "largest |logit| " << scale;
 }
 
 // A window that slides under a budget: the reference and the CPU keep the
