@@ -195,8 +195,7 @@ pocket_status pocket_session_cancel(pocket_session* session);
  *   position and memory do not restore it. Suspending a suspended session
  *   only frees scratch again.
  * A trim while another call runs is POCKET_BUSY (cancel it first); an error
- * (the file cannot be written; the OpenCL backend, which keeps its cache on
- * the device) leaves the session as it was. */
+ * (the file cannot be written) leaves the session as it was. */
 #define POCKET_TRIM_SCRATCH 1
 #define POCKET_TRIM_SUSPEND 2
 pocket_status pocket_session_trim(pocket_session* session, int32_t level, const char* state_path);

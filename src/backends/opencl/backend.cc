@@ -38,6 +38,8 @@ class OpenClBackend final : public Backend {
   BackendCapabilities capabilities() const override {
     BackendCapabilities c;
     c.kv_types = kKvTypes;
+    c.sliding_window = true;
+    c.state_rows = true;
     return c;
   }
   KvType default_kv_type() const override { return KvType::kF16; }
@@ -109,10 +111,12 @@ class OpenClSession final : public BackendSession {
   Status Run(const int32_t* tokens, size_t n, size_t n_past, BackendOutput output,
              float* logits) override;
 
+  // Exactly the steps n_tokens needs: the runtime reserves only what its
+  // budget allows, and doubling could pass it.
   Status Reserve(size_t n_tokens) override {
     POCKET_RETURN_IF_ERROR(CheckType());
     std::lock_guard<std::mutex> lock(device_->mutex());
-    return kv_.Reserve(n_tokens);
+    return kv_.Reserve(n_tokens, n_tokens);
   }
   // Positions beyond a truncation need no freeing: later appends overwrite
   // them.
@@ -122,25 +126,26 @@ class OpenClSession final : public BackendSession {
     kv_.Clear();
   }
   Status Drop(size_t begin, size_t count, size_t n_tokens) override {
-    return Unsupported("has no sliding KV window");
+    std::lock_guard<std::mutex> lock(device_->mutex());
+    return kv_.Drop(begin, count, n_tokens, plan_.kv_rope);
   }
   Status ExportRows(size_t n_tokens, const ByteSink& sink) const override {
-    return Unsupported("cannot export KV rows");
+    std::lock_guard<std::mutex> lock(device_->mutex());
+    return kv_.Write(n_tokens, sink);
   }
   Status ValidateRows(size_t n_tokens, const uint8_t* data, size_t size) const override {
-    return Unsupported("cannot import KV rows");
+    return kv_.Validate(n_tokens, data, size);
   }
   Status ImportRows(size_t n_tokens, const uint8_t* data) override {
-    return Unsupported("cannot import KV rows");
+    std::lock_guard<std::mutex> lock(device_->mutex());
+    return kv_.Read(n_tokens, data);
   }
 
   // Device bytes held by the KV cache, and what its growth steps cost.
   size_t kv_bytes() const override { return kv_.bytes(); }
-  size_t KvBytesFor(size_t n_tokens) const override {
-    return (n_tokens + kKvGrowTokens - 1) / kKvGrowTokens * kv_page_bytes();
-  }
-  size_t kv_page_tokens() const override { return kKvGrowTokens; }
-  size_t kv_page_bytes() const override { return kKvGrowTokens * KvStateRowBytes(plan_, type_); }
+  size_t KvBytesFor(size_t n_tokens) const override { return kv_.BytesFor(n_tokens); }
+  size_t kv_page_tokens() const override { return kv_.step_tokens(); }
+  size_t kv_page_bytes() const override { return kv_.step_bytes(); }
   size_t kv_commit_slack() const override { return 0; }
 
   // Device bytes held by the activations.
@@ -160,9 +165,6 @@ class OpenClSession final : public BackendSession {
   }
 
  private:
-  static Status Unsupported(const char* what) {
-    return Errorf(StatusCode::kUnsupported, "backend 'opencl' %s", what);
-  }
   Status CheckType() const {
     if (kKvTypes & KvTypeBit(type_)) return Status::Ok();
     return Errorf(StatusCode::kUnsupported, "backend 'opencl' has no %s KV cache",

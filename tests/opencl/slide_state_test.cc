@@ -1,0 +1,138 @@
+// OpenCL sessions keep a sliding window and save, load and go on with their
+// state as CPU sessions do: on stories260K with an f32 cache, greedy ids
+// equal the CPU backend's when a budget forces the window to slide, after a
+// save -> load -> continue, and when a state saved on one backend is loaded
+// on the other.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "tests/runtime/stories_fixture.h"
+
+namespace pocket {
+namespace {
+
+const Model* OpenClStoriesModel() {
+  static std::unique_ptr<Model> model = [] {
+    ModelOptions options;
+    options.backend = "opencl";
+    auto m = Model::Load(testing_stories::StoriesPath(), options);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? std::move(m).value() : nullptr;
+  }();
+  return model.get();
+}
+
+// The first positions of largest logit (greedy sampling's choice).
+int32_t Greedy(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Runs `prompt`, then `steps` greedy tokens one at a time; returns those.
+std::vector<int32_t> GreedyIds(Session* session, const std::vector<int32_t>& prompt, size_t steps) {
+  std::vector<float> logits;
+  std::vector<int32_t> ids;
+  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
+  for (size_t i = 0; i < steps && s.ok(); ++i) {
+    ids.push_back(Greedy(logits));
+    s = session->Eval({ids.back()}, LogitsMode::kLast, &logits);
+  }
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return ids;
+}
+
+// Session options whose budget allows exactly `tokens` positions on
+// `model`'s backend: the smallest budget whose max_tokens() reaches them.
+SessionOptions SlidingOptions(const Model* model, size_t tokens) {
+  SessionOptions options;
+  options.kv_type = KvType::kF32;
+  options.kv_policy = KvPolicy::kSlide;
+  options.prefill_chunk = 16;
+  size_t lo = 1, hi = size_t{1} << 30;
+  while (lo < hi) {
+    options.budget_bytes = lo + (hi - lo) / 2;
+    if (Session(model, options).max_tokens() >= tokens) {
+      hi = options.budget_bytes;
+    } else {
+      lo = options.budget_bytes + 1;
+    }
+  }
+  options.budget_bytes = lo;
+  return options;
+}
+
+TEST(OpenClSlideTest, GreedyIdsUnderABudgetMatchTheCpuBackend) {
+  const Model* gpu = OpenClStoriesModel();
+  const Model* cpu = testing_stories::StoriesModel();
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  // 128 positions of the 512-token context: 300 tokens slide the window
+  // several times, each time re-encoding the kept K rows.
+  constexpr size_t kLimit = 128;
+  const std::vector<int32_t> prompt = testing_stories::LoadGolden()[1].prompt_ids;
+  std::vector<std::vector<int32_t>> ids;
+  for (const Model* model : {cpu, gpu}) {
+    const SessionOptions options = SlidingOptions(model, kLimit);
+    Session session(model, options);
+    ASSERT_EQ(session.max_tokens(), kLimit) << model->backend().name();
+    ids.push_back(GreedyIds(&session, prompt, 300));
+    EXPECT_LE(session.position(), kLimit);
+    // The device's KV buffers count against the budget and stay within it.
+    const MemoryUsage m = session.memory();
+    EXPECT_LE(m.total(), options.budget_bytes) << model->backend().name();
+    EXPECT_GT(m.kv, 0u);
+  }
+  ASSERT_EQ(ids[0].size(), 300u);
+  EXPECT_EQ(ids[1], ids[0]);
+}
+
+class OpenClStateTest : public ::testing::Test {
+ protected:
+  void TearDown() override { std::remove(path_.c_str()); }
+  const std::string path_ = std::string(POCKET_BINARY_DIR) + "/opencl_state_test.state";
+};
+
+// Save after a prompt and some greedy tokens, load into a fresh session of
+// `to`, and go on: the ids equal a CPU session's that never stopped.
+TEST_F(OpenClStateTest, SaveLoadContinueMatchesTheCpuBackend) {
+  const Model* gpu = OpenClStoriesModel();
+  const Model* cpu = testing_stories::StoriesModel();
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  SessionOptions options;
+  options.kv_type = KvType::kF32;
+  const std::vector<int32_t> prompt = testing_stories::LoadGolden()[2].prompt_ids;
+  Session straight(cpu, options);
+  const std::vector<int32_t> want = GreedyIds(&straight, prompt, 60);
+
+  const struct {
+    const Model* from;
+    const Model* to;
+  } moves[] = {{gpu, gpu}, {gpu, cpu}, {cpu, gpu}};
+  for (const auto& move : moves) {
+    SCOPED_TRACE(std::string(move.from->backend().name()) + " -> " + move.to->backend().name());
+    Session first(move.from, options);
+    std::vector<int32_t> ids = GreedyIds(&first, prompt, 25);
+    ASSERT_EQ(ids.size(), 25u);
+    // The state holds the last greedy token's input as well: feed it again
+    // in the loaded session to get its logits.
+    Status s = first.Save(path_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Session second(move.to, options);
+    s = second.Load(path_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(second.tokens(), first.tokens());
+    second.Truncate(second.position() - 1);
+    const std::vector<int32_t> rest = GreedyIds(&second, {first.tokens().back()}, 35);
+    ids.insert(ids.end(), rest.begin(), rest.end());
+    EXPECT_EQ(ids, want);
+  }
+}
+
+}  // namespace
+}  // namespace pocket
