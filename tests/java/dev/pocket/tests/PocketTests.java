@@ -637,7 +637,7 @@ public final class PocketTests {
     expectPocket(Status.INVALID_ARGUMENT, "threads", () -> Model.load(modelPath, threads));
     ModelOptions backend = new ModelOptions();
     backend.backend = "no-such-backend";
-    expectPocket(Status.UNSUPPORTED, "no-such-backend", () -> Model.load(modelPath, backend));
+    expectPocket(Status.INVALID_ARGUMENT, "no-such-backend", () -> Model.load(modelPath, backend));
     try (Model model = load(); Session session = model.newSession()) {
       expectPocket(Status.INVALID_ARGUMENT, "text is null", () -> model.tokenize(null));
       expectPocket(Status.INVALID_ARGUMENT, "ids is null", () -> model.detokenize(null));
