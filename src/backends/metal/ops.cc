@@ -49,7 +49,7 @@ Status CheckKv(const char* op, const DeviceKvView& kv, size_t positions) {
   if (kv.type == KvType::kQ8 && kv.head_dim > kMaxQ8HeadDim) {
     return Errorf(StatusCode::kUnsupported,
                   "%s: the Metal kernels quantize KV heads of at most %zu values to q8, this "
-                  "model's have %zu; use --kv f16",
+                  "model's have %zu; use kv_type=f16",
                   op, kMaxQ8HeadDim, kv.head_dim);
   }
   const size_t bytes = KvBufferBytes(kv.type, kv.capacity, kv.row_stride, kv.head_dim);
