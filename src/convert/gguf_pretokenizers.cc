@@ -23,7 +23,7 @@ constexpr char kTekkenPattern[] =
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 struct Family {
-  const char* patterns[4];  // nullptr-terminated when shorter
+  const char* patterns[5];  // unused slots nullptr
   uint32_t flags;
   bool add_bos;
 };
@@ -34,21 +34,26 @@ constexpr Family kDefault = {
     {"[\\p{P}$+<=>^~|]+", tok::kGpt2SplitPattern, "\\p{N}+", "[0-9][0-9][0-9]"}, 0, false};
 // Falcon: the same with ` among the symbols and without the \p{N}+ step.
 constexpr Family kFalcon = {
-    {"[\\p{P}$+<=>^~|`]+", tok::kGpt2SplitPattern, "[0-9][0-9][0-9]", nullptr}, 0, false};
-constexpr Family kGpt2 = {{tok::kGpt2SplitPattern, nullptr, nullptr, nullptr}, 0, false};
+    {"[\\p{P}$+<=>^~|`]+", tok::kGpt2SplitPattern, "[0-9][0-9][0-9]"}, 0, false};
+constexpr Family kGpt2 = {{tok::kGpt2SplitPattern}, 0, false};
 // StarCoder, SmolLM and others: every digit alone, then GPT-2's split.
-constexpr Family kDigits = {{"\\p{N}", tok::kGpt2SplitPattern, nullptr, nullptr}, 0, false};
-constexpr Family kQwen2 = {{kQwen2Pattern, nullptr, nullptr, nullptr}, tok::kFlagNfc, false};
+constexpr Family kDigits = {{"\\p{N}", tok::kGpt2SplitPattern}, 0, false};
+constexpr Family kQwen2 = {{kQwen2Pattern}, tok::kFlagNfc, false};
 // Qwen2's split for models whose tokenizer.json is not known here: as
 // llama.cpp runs them, without normalization.
-constexpr Family kQwen2Split = {{kQwen2Pattern, nullptr, nullptr, nullptr}, 0, false};
-constexpr Family kLlama3 = {
-    {kLlama3Pattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, true};
+constexpr Family kQwen2Split = {{kQwen2Pattern}, 0, false};
+constexpr Family kLlama3 = {{kLlama3Pattern}, tok::kFlagIgnoreMerges, true};
 // Smaug's tokenizer.json is Llama 3's; llama.cpp adds no BOS by default.
-constexpr Family kSmaug = {
-    {kLlama3Pattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, false};
-constexpr Family kTekken = {
-    {kTekkenPattern, nullptr, nullptr, nullptr}, tok::kFlagIgnoreMerges, true};
+constexpr Family kSmaug = {{kLlama3Pattern}, tok::kFlagIgnoreMerges, false};
+// DeepSeek Coder: newlines alone, optional space + letters, optional space
+// + punctuation, CJK runs, every digit alone (its tokenizer.json's Splits
+// and Digits, as llama.cpp lists them).
+constexpr Family kDeepseekCoder = {
+    {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+",
+     "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+", "\\p{N}"},
+    0,
+    false};
+constexpr Family kTekken = {{kTekkenPattern}, tok::kFlagIgnoreMerges, true};
 
 struct Name {
   const char* name;
@@ -90,6 +95,7 @@ constexpr Name kNames[] = {
     {"lfm2", &kLlama3},
     {"smaug-bpe", &kSmaug},
     {"tekken", &kTekken},
+    {"deepseek-coder", &kDeepseekCoder},
 };
 
 }  // namespace

@@ -159,7 +159,7 @@ TEST(GgufTokenizer, ByteLevelBpeEncodesTheQwen3Goldens) {
 }
 
 // Each family of tokenizer.ggml.pre names (default, gpt-2, falcon, smollm,
-// llama-bpe, tekken) splits the goldens' texts into the words Hugging Face
+// llama-bpe, tekken, deepseek-coder) splits the goldens' texts into the words Hugging Face
 // `tokenizers` makes of them with the family's patterns, and `default` and
 // `tekken` (no flags; ignore_merges), imported over Qwen3's vocabulary,
 // encode them to its ids (tests/data/gguf-pretokenizers/make_golden.py,
@@ -170,7 +170,7 @@ TEST(GgufTokenizer, PreTokenizersSplitAndEncodeTheirGoldens) {
   for (Golden& g : LoadGolden(DataPath("gguf-pretokenizers/golden.jsonl"))) {
     by_pre[g.pre].push_back(std::move(g));
   }
-  EXPECT_EQ(by_pre.size(), 6u);
+  EXPECT_EQ(by_pre.size(), 7u);
   int imported = 0;
   for (const auto& [pre, goldens] : by_pre) {
     SCOPED_TRACE("tokenizer.ggml.pre '" + pre + "'");
@@ -218,7 +218,7 @@ TEST(GgufTokenizer, PreTokenizerNamesAndDefaults) {
     EXPECT_TRUE(p->add_bos) << name;
     EXPECT_EQ(p->flags, uint32_t{tok::kFlagIgnoreMerges}) << name;
   }
-  for (const char* name : {"default", "gpt-2", "falcon", "smollm"}) {
+  for (const char* name : {"default", "gpt-2", "falcon", "smollm", "deepseek-coder"}) {
     auto p = FindGgufPreTokenizer(name);
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(p->flags, 0u) << name;

@@ -16,7 +16,7 @@ show how digits split; importing Qwen3's vocabulary once per family would
 make the test slow, so ids are kept for one family of each set of flags).
 
 For the families whose patterns come from llama.cpp rather than a model's
-tokenizer.json (default, gpt-2, falcon, smollm), the words Hugging Face's
+tokenizer.json (default, gpt-2, falcon, smollm, deepseek-coder), the words Hugging Face's
 splitting makes of every text are also checked against an emulation, written
 here from llama.cpp's documented behaviour (a regex list applied in turn to
 each word of the previous step; its hand-written GPT-2 splitter; Unicode
@@ -40,7 +40,9 @@ TEKKEN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo
           r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
           r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-# name -> (patterns, ignore_merges)
+DIGITS = pre_tokenizers.Digits(individual_digits=True)
+# name -> (steps: a regex for Split(Isolated) or a pre-tokenizer, ignore_merges).
+# deepseek-coder is DeepSeek Coder's tokenizer.json: four Splits, then Digits.
 FAMILIES = {
     "default": ([r"[\p{P}$+<=>^~|]+", GPT2, r"\p{N}+", r"[0-9][0-9][0-9]"], False),
     "gpt-2": ([GPT2], False),
@@ -48,6 +50,8 @@ FAMILIES = {
     "smollm": ([r"\p{N}", GPT2], False),
     "llama-bpe": ([LLAMA3], True),
     "tekken": ([TEKKEN], True),
+    "deepseek-coder": ([r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", DIGITS],
+                       False),
 }
 
 TEXTS = [
@@ -164,6 +168,33 @@ def split_gpt2(word):
     return out
 
 
+def split_space_runs(word, member):
+    """Isolated split on `\\s?` followed by a maximal run of `member`."""
+    out, gap, i = [], 0, 0
+    while i < len(word):
+        if kind(word[i]) == "W" and i + 1 < len(word) and member(word[i + 1]):
+            j = i + 1
+        elif member(word[i]):
+            j = i
+        else:
+            i += 1
+            continue
+        while j < len(word) and member(word[j]):
+            j += 1
+        if i > gap:
+            out.append(word[gap:i])
+        out.append(word[i:j])
+        gap = i = j
+    if gap < len(word):
+        out.append(word[gap:])
+    return out
+
+
+def cjk(ch):
+    c = ord(ch)
+    return 0x4E00 <= c <= 0x9FA5 or 0x0800 <= c <= 0x4E00 or 0xAC00 <= c <= 0xD7FF
+
+
 def punct(extra):
     return lambda ch: unicodedata.category(ch)[0] == "P" or ch in extra
 
@@ -174,6 +205,11 @@ STEPS = {
     "gpt-2": [split_gpt2],
     "falcon": [lambda w: split_runs(w, punct("$+<=>^~|`")), split_gpt2, split_triples],
     "smollm": [lambda w: split_runs(w, lambda ch: kind(ch) == "N", single=True), split_gpt2],
+    "deepseek-coder": [lambda w: split_runs(w, lambda ch: ch in "\r\n", single=True),
+                       lambda w: split_space_runs(w, lambda ch: kind(ch) == "L"),
+                       lambda w: split_space_runs(w, punct("")),
+                       lambda w: split_runs(w, cjk),
+                       lambda w: split_runs(w, lambda ch: kind(ch) == "N", single=True)],
 }
 
 
@@ -187,8 +223,9 @@ def llama_cpp_words(name, text):
 # --- Hugging Face --------------------------------------------------------
 
 
-def splits(patterns):
-    return [pre_tokenizers.Split(Regex(p), "isolated") for p in patterns]
+def splits(steps):
+    return [pre_tokenizers.Split(Regex(p), "isolated") if isinstance(p, str) else p
+            for p in steps]
 
 
 def main():
