@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tools/pocket/commands.h"
+#include "tools/pocket/option_flags.h"
 #include "util/log.h"
 
 namespace {
@@ -44,11 +45,12 @@ void OutOfMemory() {
 }
 
 // Library warnings (such as computing on fewer threads than -t asked for,
-// where the system refuses threads) go to stderr.
+// where the system refuses threads) go to stderr, in flag terms.
 void PrintLog(pocket::LogLevel level, const std::string& message) {
   if (level >= pocket::LogLevel::kWarning) {
     std::fprintf(stderr, "pocket: %s: %s\n",
-                 level == pocket::LogLevel::kError ? "error" : "warning", message.c_str());
+                 level == pocket::LogLevel::kError ? "error" : "warning",
+                 pocket::cli::InFlagTerms(message).c_str());
   }
 }
 

@@ -50,7 +50,8 @@ const FlagTable& ModelFlags() {
                  "KV cache element type (default bf16 where attention multiplies in bf16: "
                  "AVX512_BF16, ARM BF16; else f16); q8 holds about twice the tokens and "
                  "multiplies in int8, f32 is for debugging"),
-          Text("--backend", "NAME", "compute backend: cpu, or opencl in builds with it")
+          Text("--backend", "NAME",
+               "compute backend: one this build has ('pocket inspect --devices' lists them)")
               .WithFallback("cpu"),
           Choice("--quant-math", "int8", {"int8", "f32"},
                  "q4/q8 weights on the CPU: int8 activations (fast) or f32 (the "
