@@ -98,6 +98,17 @@ class Session {
   // error; a state made with another model file or KV type is an error.
   Status Save(const std::string& path) const;
   Status Load(const std::string& path);
+  // Moves the conversation onto `target`, a Model loaded from the same file
+  // (typically with another backend: off a GPU while an app is in the
+  // background, and back): the cached tokens' KV rows go from this backend,
+  // through one host copy, into a new state on target's, and the tokens,
+  // pending tokens and chat transcript stay. Errors leave the session on
+  // its model as it was: no target or a model of another file
+  // (InvalidArgument), a backend that cannot export or import KV rows
+  // (Unsupported), a KV type target's backend does not store, or tokens
+  // that do not fit the budget there (BudgetExceeded). From then on the
+  // session uses `target`, which must outlive it, and not its old model.
+  Status MoveTo(const Model* target);
 
   // Every evaluation from now on adds its steps' wall times to *times (null
   // to stop; not owned): where a token's time goes, by kind of op. Only

@@ -1,8 +1,12 @@
 // Session::Save and Session::Load: the session state file of
 // docs/memory.md. Every field is little-endian; the reader checks each one
 // before using it and the whole file's CRC32C before changing anything.
+// Session::MoveTo hands the same serialized KV rows from one backend to
+// another without a file.
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -170,6 +174,59 @@ Status Session::CheckStateFilesSupported() const {
                 "backend '%s' cannot save or load session states (it cannot export its KV "
                 "rows); use backend=cpu to save or load a session",
                 model_->backend().name());
+}
+
+Status Session::MoveTo(const Model* target) {
+  if (target == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "moving a session: no target model given");
+  }
+  if (target == model_) return Status::Ok();
+  if (Header(*target, options_.kv_type) != Header(*model_, options_.kv_type)) {
+    return Errorf(StatusCode::kInvalidArgument,
+                  "a session can move only to the same model file loaded again (with another "
+                  "backend); this model's config, graph, tensor or data checksums or KV layout "
+                  "differ from the session's");
+  }
+  for (const Model* m : {model_, target}) {
+    if (!m->backend().capabilities().state_rows) {
+      return Errorf(StatusCode::kUnsupported,
+                    "a session cannot move from backend '%s' to '%s': backend '%s' cannot export "
+                    "and import KV rows",
+                    model_->backend().name(), target->backend().name(), m->backend().name());
+    }
+  }
+  POCKET_ASSIGN_OR_RETURN(std::unique_ptr<Session> moved, Create(target, options_));
+  const size_t n = tokens_.size();
+  const size_t limit = moved->TokenLimit(LogitsMode::kLast, 1);
+  if (n > limit) {
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "the session holds %zu tokens but on backend '%s' its memory budget of %s "
+                  "allows %zu; raise the budget (budget_bytes)",
+                  n, target->backend().name(), BudgetText(options_.budget_bytes).c_str(), limit);
+  }
+  // ImportRows takes every row at once, and a GPU's rows come to the host
+  // anyway: one copy, allocated without throwing.
+  const size_t bytes = n * KvStateRowBytes(model_->plan(), options_.kv_type);
+  std::unique_ptr<uint8_t[]> rows(new (std::nothrow) uint8_t[std::max<size_t>(bytes, 1)]);
+  if (rows == nullptr) {
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "moving a session: no memory for the %zu-byte copy of its KV rows", bytes);
+  }
+  size_t filled = 0;
+  POCKET_RETURN_IF_ERROR(backend_->ExportRows(n, [&](const uint8_t* data, size_t size) {
+    const size_t take = std::min(size, bytes - filled);
+    std::memcpy(rows.get() + filled, data, take);
+    filled += take;
+  }));
+  if (filled != bytes) {
+    return Errorf(StatusCode::kInternal, "backend '%s' exported %zu bytes of KV rows, not %zu",
+                  model_->backend().name(), filled, bytes);
+  }
+  POCKET_RETURN_IF_ERROR(moved->backend_->Reserve(n));
+  POCKET_RETURN_IF_ERROR(moved->backend_->ImportRows(n, rows.get()));
+  model_ = target;
+  backend_ = std::move(moved->backend_);
+  return Status::Ok();
 }
 
 Status Session::Save(const std::string& path) const {
