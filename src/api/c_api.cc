@@ -12,12 +12,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "backends/cpu/thread_pool.h"
 #include "convert/gguf_import.h"
 #include "convert/gguf_reader.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
+#include "runtime/cpu_kernels.h"
 #include "runtime/devices.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -339,11 +339,11 @@ pocket_status pocket_model_load(const char* path, const pocket_model_options* op
   }
   pocket::ModelOptions opts;
   if (options != nullptr) {
-    if (options->threads < 0 || static_cast<size_t>(options->threads) > pocket::cpu::kMaxThreads) {
+    if (options->threads < 0 || static_cast<size_t>(options->threads) > pocket::MaxCpuThreads()) {
       return Fail(pocket::Errorf(pocket::StatusCode::kInvalidArgument,
                                  "pocket_model_options.threads must be in [0, %zu] (0 = one per "
                                  "fast core), got %d",
-                                 pocket::cpu::kMaxThreads, options->threads));
+                                 pocket::MaxCpuThreads(), options->threads));
     }
     opts.threads = options->threads;
     if (options->backend != nullptr) opts.backend = options->backend;
