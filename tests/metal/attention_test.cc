@@ -18,7 +18,7 @@ namespace {
 
 using testing::ExpectClose;
 using testing::RandomFloats;
-using testing::ShimEncoder;
+using testing::TestEncoder;
 
 struct AttentionCase {
   size_t n_heads, n_kv_heads, head_dim;
@@ -74,7 +74,7 @@ using Param = std::tuple<AttentionCase, KvType>;
 class MetalAttentionTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(MetalAttentionTest, MatchesReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   const AttentionCase c = std::get<0>(GetParam());
   const KvType type = std::get<1>(GetParam());
   std::mt19937 rng(static_cast<unsigned>(c.n_past * 131 + c.n * 7 + c.head_dim));
@@ -123,7 +123,7 @@ TEST_P(MetalAttentionTest, MatchesReference) {
   // head_dim) one code step where the reference's matrix-product rotation
   // lands on the other side of a rounding boundary.
   const bool rotated_q8 = type == KvType::kQ8 && (c.head_dim & (c.head_dim - 1)) == 0;
-  ExpectClose(ShimEncoder::Floats(*out_buf, 0, want.size()), want, rotated_q8 ? 2e-3f : 2e-6f,
+  ExpectClose(TestEncoder::Floats(*out_buf, 0, want.size()), want, rotated_q8 ? 2e-3f : 2e-6f,
               1e-5f);
 
   // The cache holds what the reference stored: the same bytes, but for
@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
     ParamName);
 
 TEST(MetalAttentionErrors, RejectsPositionsBeyondTheCache) {
-  ShimEncoder enc;
+  TestEncoder enc;
   DeviceKvView kv;
   kv.type = KvType::kF16;
   kv.row_stride = kv.head_dim = 16;

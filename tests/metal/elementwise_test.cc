@@ -13,7 +13,7 @@ namespace {
 
 using testing::ExpectClose;
 using testing::RandomFloats;
-using testing::ShimEncoder;
+using testing::TestEncoder;
 
 // Sums of squares are f32 in both, in a different order (SIMD-group sums
 // then a sum of those vs. a running sum): a relative error of a few eps in
@@ -21,7 +21,7 @@ using testing::ShimEncoder;
 constexpr float kNormRelTol = 1e-5f;
 
 TEST(MetalRmsNormTest, MatchesReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(1);
   const size_t d = 200;  // not a multiple of the threadgroup
   const std::vector<float> w = RandomFloats(d, rng, 0.5f, 1.5f);
@@ -35,16 +35,16 @@ TEST(MetalRmsNormTest, MatchesReference) {
     const Buffer* out_buf = enc.NewFloats(std::vector<float>(d + n * d));
     Status s = RmsNorm(&enc, Span{x_buf, 0}, *w_buf, n, d, 1e-6f, Span{out_buf, d});
     ASSERT_TRUE(s.ok()) << s.ToString();
-    ExpectClose(ShimEncoder::Floats(*out_buf, d, n * d), want, 1e-6f, kNormRelTol);
+    ExpectClose(TestEncoder::Floats(*out_buf, d, n * d), want, 1e-6f, kNormRelTol);
     // In place, as the executor runs it when out names the input.
     s = RmsNorm(&enc, Span{x_buf, 0}, *w_buf, n, d, 1e-6f, Span{x_buf, 0});
     ASSERT_TRUE(s.ok()) << s.ToString();
-    ExpectClose(ShimEncoder::Floats(*x_buf, 0, n * d), want, 1e-6f, kNormRelTol);
+    ExpectClose(TestEncoder::Floats(*x_buf, 0, n * d), want, 1e-6f, kNormRelTol);
   }
 }
 
 TEST(MetalHeadRmsNormTest, MatchesReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(2);
   const size_t n_heads = 6, head_dim = 64;
   const std::vector<float> w = RandomFloats(head_dim, rng, 0.5f, 1.5f);
@@ -56,14 +56,14 @@ TEST(MetalHeadRmsNormTest, MatchesReference) {
     reference::HeadRmsNorm(want.data(), w.data(), n, n_heads, head_dim, 1e-6f);
     const Status s = HeadRmsNorm(&enc, Span{x_buf, 0}, *w_buf, n, n_heads, head_dim, 1e-6f);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    ExpectClose(ShimEncoder::Floats(*x_buf, 0, want.size()), want, 1e-6f, kNormRelTol);
+    ExpectClose(TestEncoder::Floats(*x_buf, 0, want.size()), want, 1e-6f, kNormRelTol);
   }
 }
 
 class MetalRopeTest : public ::testing::TestWithParam<RopeStyle> {};
 
 TEST_P(MetalRopeTest, MatchesReferenceExactly) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(3);
   const size_t n_heads = 3, head_dim = 16;
   for (size_t n : {1, 4}) {
@@ -79,7 +79,7 @@ TEST_P(MetalRopeTest, MatchesReferenceExactly) {
     ASSERT_TRUE(s.ok()) << s.ToString();
     // The same angles (from the host, with the CPU's formula) and the same
     // two roundings per product: bit-identical.
-    ExpectClose(ShimEncoder::Floats(*x_buf, 0, x.size()), x, 0.0f, 0.0f);
+    ExpectClose(TestEncoder::Floats(*x_buf, 0, x.size()), x, 0.0f, 0.0f);
   }
 }
 
@@ -91,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Styles, MetalRopeTest,
                          });
 
 TEST(MetalSwigluAddTest, MatchReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(4);
   for (size_t count : {1, 70, 1000}) {
     SCOPED_TRACE("count=" + std::to_string(count));
@@ -109,11 +109,11 @@ TEST(MetalSwigluAddTest, MatchReference) {
     const Buffer* out_buf = enc.NewFloats(std::vector<float>(7 + count));
     Status s = Swiglu(&enc, Span{a_buf, 3}, Span{b_buf, 5}, count, Span{out_buf, 7});
     ASSERT_TRUE(s.ok()) << s.ToString();
-    ExpectClose(ShimEncoder::Floats(*out_buf, 7, count), want_swiglu, 1e-7f, 1e-6f);
+    ExpectClose(TestEncoder::Floats(*out_buf, 7, count), want_swiglu, 1e-7f, 1e-6f);
     // In place over the first input.
     s = Add(&enc, Span{a_buf, 3}, Span{b_buf, 5}, count, Span{a_buf, 3});
     ASSERT_TRUE(s.ok()) << s.ToString();
-    ExpectClose(ShimEncoder::Floats(*a_buf, 3, count), want_add, 0.0f, 0.0f);  // one rounding
+    ExpectClose(TestEncoder::Floats(*a_buf, 3, count), want_add, 0.0f, 0.0f);  // one rounding
   }
 }
 

@@ -19,7 +19,7 @@ namespace pocket::metal {
 namespace {
 
 using testing::RandomFloats;
-using testing::ShimEncoder;
+using testing::TestEncoder;
 
 struct ShiftCase {
   size_t row, head_dim;
@@ -68,7 +68,7 @@ using Param = std::tuple<ShiftCase, KvType>;
 class MetalKvShiftTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(MetalKvShiftTest, MatchesReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   const ShiftCase c = std::get<0>(GetParam());
   const KvType type = std::get<1>(GetParam());
   const size_t total = c.src + c.count;
@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
     ShiftName);
 
 TEST(MetalKvShiftErrors, RefusesBadRanges) {
-  ShimEncoder enc;
+  TestEncoder enc;
   DeviceKvView kv;
   kv.type = KvType::kF16;
   kv.row_stride = 16;

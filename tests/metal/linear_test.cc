@@ -16,7 +16,7 @@ using testing::ExpectClose;
 using testing::PlaceWeight;
 using testing::RandomFloats;
 using testing::RandomWeight;
-using testing::ShimEncoder;
+using testing::TestEncoder;
 
 struct WeightCase {
   DType dtype;
@@ -34,7 +34,7 @@ constexpr size_t kWeightOffset = 16384;
 class MetalWeightTest : public ::testing::TestWithParam<WeightCase> {};
 
 TEST_P(MetalWeightTest, LinearMatchesReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(7);
   const size_t rows = 13, cols = 256;  // rows: not a multiple of anything
   const auto w = RandomWeight(rows, cols, GetParam().dtype, GetParam().group, rng);
@@ -63,15 +63,15 @@ TEST_P(MetalWeightTest, LinearMatchesReference) {
       // The OpenCL op tests' bound: the reference sums in double, the
       // kernels 256 f32 products in strided partial sums and a SIMD-group
       // sum, a few eps times sum|x w| (~64); a wrong weight is off by ~0.1.
-      ExpectClose(ShimEncoder::Floats(*out_buf, out_off, n * rows), want, 1e-4f, 1e-5f);
-      ExpectClose(ShimEncoder::Floats(*out_buf, 0, out_off), std::vector<float>(out_off, -7.0f),
+      ExpectClose(TestEncoder::Floats(*out_buf, out_off, n * rows), want, 1e-4f, 1e-5f);
+      ExpectClose(TestEncoder::Floats(*out_buf, 0, out_off), std::vector<float>(out_off, -7.0f),
                   0.0f, 0.0f);
     }
   }
 }
 
 TEST_P(MetalWeightTest, EmbedMatchesReference) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(11);
   const size_t vocab = 50, d = 128;
   const auto table = RandomWeight(vocab, d, GetParam().dtype, GetParam().group, rng);
@@ -87,7 +87,7 @@ TEST_P(MetalWeightTest, EmbedMatchesReference) {
     const Status s = Embed(&enc, dt, ids.data(), n, Span{out_buf, off});
     ASSERT_TRUE(s.ok()) << s.ToString();
     // Dequantization is the same float expression on both sides: exact.
-    ExpectClose(ShimEncoder::Floats(*out_buf, off, n * d), want, 0.0f, 0.0f);
+    ExpectClose(TestEncoder::Floats(*out_buf, off, n * d), want, 0.0f, 0.0f);
   }
 }
 
@@ -100,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, MetalWeightTest,
                          CaseName);
 
 TEST(MetalLinearErrors, RejectsAWeightPastItsBuffer) {
-  ShimEncoder enc;
+  TestEncoder enc;
   std::mt19937 rng(3);
   const auto w = RandomWeight(8, 32, DType::kF32, 0, rng);
   DeviceWeight dw = PlaceWeight(&enc, w, 64);

@@ -1,6 +1,7 @@
-// Shared helpers of the Metal shim tests: a ShimEncoder per test, weights
-// placed inside a larger buffer as the host places them (offsets into the
-// mapped file), and the OpenCL op tests' tolerance check. Random data and
+// Shared helpers of the Metal op tests: the encoder they run the ops with
+// (here the shim's CPU harness; on a Mac, with POCKET_METAL_DEVICE_TESTS,
+// the GPU), weights placed inside a larger buffer as the host places them
+// (offsets into the mapped file), and the OpenCL op tests' tolerance check. Random data and
 // weight encoding come from the CPU backend's test helpers, so every
 // backend is tested on identically built inputs.
 #pragma once
@@ -13,18 +14,26 @@
 
 #include "backends/metal/ops.h"
 #include "backends/ops_test_util.h"
+#if POCKET_METAL_DEVICE_TESTS
+#include "metal/device/device_test_encoder.h"
+#else
 #include "metal/harness/shim_encoder.h"
+#endif
 
 namespace pocket::metal::testing {
 
 using cpu::testing::RandomFloats;
 using cpu::testing::RandomWeight;
 using cpu::testing::TestWeight;
-using harness::ShimEncoder;
+#if POCKET_METAL_DEVICE_TESTS
+using TestEncoder = device::DeviceTestEncoder;
+#else
+using TestEncoder = harness::ShimEncoder;
+#endif
 
 // The weight's bytes `offset` bytes into a buffer, as a tensor sits in the
 // mapped file the host wraps without a copy.
-inline DeviceWeight PlaceWeight(ShimEncoder* enc, const TestWeight& w, size_t offset) {
+inline DeviceWeight PlaceWeight(TestEncoder* enc, const TestWeight& w, size_t offset) {
   Buffer* buffer = enc->NewBuffer(offset + w.bytes.size());
   std::memset(buffer->contents, 0xEE, offset);
   std::memcpy(buffer->contents + offset, w.bytes.data(), w.bytes.size());

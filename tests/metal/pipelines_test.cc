@@ -6,7 +6,6 @@
 // implements) has a Metal pipeline of the same name.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <set>
 #include <string>
 
@@ -23,11 +22,17 @@ namespace {
 // Names of the kernel functions defined in `text`: `KERNEL void name(` in
 // the shared bodies, `kernel void name(` in Metal's own files.
 std::set<std::string> KernelNames(const std::string& text) {
-  static const std::regex kKernel(R"((?:KERNEL|kernel)\s+void\s+([A-Za-z0-9_]+)\s*\()");
   std::set<std::string> names;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kKernel);
-       it != std::sregex_iterator(); ++it) {
-    names.insert((*it)[1]);
+  for (const std::string head : {"KERNEL void ", "kernel void "}) {
+    for (size_t at = text.find(head); at != std::string::npos; at = text.find(head, at + 1)) {
+      const size_t begin = at + head.size();
+      const size_t end = text.find('(', begin);
+      if (end == std::string::npos) break;
+      const std::string name = text.substr(begin, end - begin);
+      if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos) {
+        names.insert(name);
+      }
+    }
   }
   return names;
 }

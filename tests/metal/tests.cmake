@@ -70,19 +70,42 @@ if(POCKET_CLANGXX14)
   endforeach()
 endif()
 
-# The host's Objective-C++ passes the compiler's syntax and ARC checks
+# The host's Objective-C++ (and the Mac tests' encoder) passes the compiler's syntax and ARC checks
 # against the project's declarations of the Metal and Foundation API it
 # calls (tests/metal/objc), so a typo or a selector of the wrong shape
 # fails here too.
 if(POCKET_CLANGXX14)
-  file(GLOB _pocket_metal_mm CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backends/metal/*.mm)
+  file(GLOB _pocket_metal_mm CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backends/metal/*.mm
+       ${CMAKE_CURRENT_SOURCE_DIR}/metal/device/*.mm)
   foreach(mm ${_pocket_metal_mm})
     get_filename_component(stem ${mm} NAME_WE)
     add_test(NAME metal_host_syntax_${stem}
       COMMAND ${POCKET_CLANGXX14} -std=c++17 -fsyntax-only -x objective-c++ -fobjc-arc
               -fobjc-runtime=macosx-11.0 -fblocks -Wall -Wextra -Wno-unused-parameter -Werror
               -I${CMAKE_CURRENT_SOURCE_DIR}/metal/objc -I${CMAKE_SOURCE_DIR}/src
-              -I${CMAKE_SOURCE_DIR}/include ${mm})
+              -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_CURRENT_SOURCE_DIR} ${mm})
     set_tests_properties(metal_host_syntax_${stem} PROPERTIES LABELS metal_shim)
   endforeach()
+endif()
+
+# On a Mac (POCKET_METAL): the same op tests on the GPU, through the host's
+# CommandEncoder, and the whole-model acceptance tests. Label metal:
+# `ctest -L metal`. They have not run yet (docs/metal.md).
+if(POCKET_METAL)
+  enable_language(OBJCXX)
+  file(GLOB _pocket_metal_op_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/metal/*_test.cc)
+  list(FILTER _pocket_metal_op_tests EXCLUDE REGEX "pipelines_test\\.cc$")
+  file(GLOB helpers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/testing/*.cc)
+  add_executable(metal_tests ${_pocket_metal_op_tests}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/metal/device/device_test_encoder.mm
+                 ${CMAKE_CURRENT_SOURCE_DIR}/metal/device/model_test.cc ${helpers})
+  target_include_directories(metal_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_SOURCE_DIR})
+  target_compile_options(metal_tests PRIVATE $<$<COMPILE_LANGUAGE:OBJCXX>:-fobjc-arc>)
+  target_compile_definitions(metal_tests PRIVATE POCKET_METAL_DEVICE_TESTS=1
+    POCKET_TEST_DATA="${POCKET_TEST_DATA}" POCKET_MODELS_DIR="${POCKET_MODELS_DIR}"
+    POCKET_BINARY_DIR="${CMAKE_BINARY_DIR}" POCKET_TEST_MODELS="${CMAKE_BINARY_DIR}/test-models")
+  target_link_libraries(metal_tests PRIVATE pocket_metal pocket_reference pocket_cpu
+                        pocket_runtime pocket_convert GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(metal_tests DISCOVERY_TIMEOUT 60
+    PROPERTIES FIXTURES_REQUIRED test_models LABELS metal)
 endif()
