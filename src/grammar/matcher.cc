@@ -73,6 +73,8 @@ int32_t Matcher::InternState(std::vector<int32_t> nodes) {
   if (inserted) {
     accepting_.push_back(nodes.front() == kDone);
     plain_run_.push_back(-1);
+    text_step_.push_back(kUnknown);
+    loop_classes_.push_back(kUnknownClasses);
     states_.push_back(std::move(nodes));
     transitions_.resize(transitions_.size() + 256, kUnknown);
   }
@@ -122,6 +124,106 @@ int32_t Matcher::ComputeStep(int32_t state, uint8_t byte) {
     transitions_[static_cast<size_t>(state) * 256 + b] = next_state;
   }
   return transitions_[static_cast<size_t>(state) * 256 + byte];
+}
+
+const std::array<uint8_t, 256> Matcher::kClassOf = [] {
+  std::array<uint8_t, 256> c{};
+  for (int b = 0; b < 256; ++b) {
+    uint8_t k;
+    if (b >= 'a' && b <= 'z') {
+      k = 0;
+    } else if (b >= 'A' && b <= 'Z') {
+      k = 1;
+    } else if (b >= '0' && b <= '9') {
+      k = 2;
+    } else if (b == ' ') {
+      k = 3;
+    } else if (b == '-' || b == '_' || b == '.') {
+      k = b == '-' ? 4 : b == '_' ? 5 : 6;
+    } else if (std::strchr("!#$%&'*+/=?^`{|}~", b) != nullptr && b != 0) {
+      k = 7;
+    } else if (IsPlain(static_cast<uint8_t>(b))) {
+      k = 8;
+    } else if (b == '"' || b == '\\') {
+      k = b == '"' ? 9 : 10;
+    } else if (b == '\t' || b == '\n' || b == '\r') {
+      k = 11;
+    } else if (b < 0x80) {
+      k = 12;  // other control characters and DEL
+    } else {
+      k = 13;  // kMultiByte
+    }
+    c[b] = k;
+  }
+  return c;
+}();
+
+bool Matcher::MultiByteCharsLeadTo(int32_t state, int32_t target) {
+  // Lead bytes, how many continuation bytes follow, and the range of the
+  // first one (UTF-8 without overlong forms, surrogates or values past
+  // U+10FFFF); later continuation bytes are 0x80-0xBF.
+  struct Lead {
+    uint8_t lo, hi, follow, first_lo, first_hi;
+  };
+  static constexpr Lead kLeads[] = {{0xC2, 0xDF, 1, 0x80, 0xBF}, {0xE0, 0xE0, 2, 0xA0, 0xBF},
+                                    {0xE1, 0xEC, 2, 0x80, 0xBF}, {0xED, 0xED, 2, 0x80, 0x9F},
+                                    {0xEE, 0xEF, 2, 0x80, 0xBF}, {0xF0, 0xF0, 3, 0x90, 0xBF},
+                                    {0xF1, 0xF3, 3, 0x80, 0xBF}, {0xF4, 0xF4, 3, 0x80, 0x8F}};
+  // The distinct states after each byte position: few, since the grammar
+  // spells a class of characters by ranges.
+  std::vector<int32_t> frontier, next;
+  for (const Lead& lead : kLeads) {
+    frontier.clear();
+    for (int b = lead.lo; b <= lead.hi; ++b)
+      frontier.push_back(Step(state, static_cast<uint8_t>(b)));
+    for (int k = 0; k <= lead.follow; ++k) {
+      std::sort(frontier.begin(), frontier.end());
+      frontier.erase(std::unique(frontier.begin(), frontier.end()), frontier.end());
+      if (frontier.front() == kDead) return false;
+      if (k == lead.follow) break;
+      next.clear();
+      const int lo = k == 0 ? lead.first_lo : 0x80, hi = k == 0 ? lead.first_hi : 0xBF;
+      for (int32_t s : frontier) {
+        for (int b = lo; b <= hi; ++b) next.push_back(Step(s, static_cast<uint8_t>(b)));
+      }
+      frontier.swap(next);
+    }
+    if (frontier.size() != 1 || frontier[0] != target) return false;
+  }
+  return true;
+}
+
+int32_t Matcher::TextStep(int32_t s) {
+  if (text_step_[s] != kUnknown) return text_step_[s];
+  int32_t next = Step(s, ' ');
+  for (int b = 0x21; b < 0x7F && next != kDead; ++b) {
+    if (IsPlain(static_cast<uint8_t>(b)) && Step(s, static_cast<uint8_t>(b)) != next) next = kDead;
+  }
+  if (next != kDead && !MultiByteCharsLeadTo(s, next)) next = kDead;
+  text_step_[s] = next;
+  return next;
+}
+
+bool Matcher::TakesAnyText(int32_t state, int chars) {
+  int32_t s = state;
+  for (int k = 0; k < chars; ++k) {
+    const int32_t next = TextStep(s);
+    if (next == kDead) return false;
+    if (next == s) return true;
+    s = next;
+  }
+  return true;
+}
+
+uint16_t Matcher::LoopClasses(int32_t state) {
+  if (loop_classes_[state] != kUnknownClasses) return static_cast<uint16_t>(loop_classes_[state]);
+  uint16_t loops = 0x1FFF;  // the single-byte classes, until a byte leaves
+  for (int b = 0; b < 0x80; ++b) {
+    if (Step(state, static_cast<uint8_t>(b)) != state) loops &= ~ByteClass(static_cast<uint8_t>(b));
+  }
+  if (Step(state, 0xC3) != kDead && MultiByteCharsLeadTo(state, state)) loops |= kMultiByte;
+  loop_classes_[state] = loops;
+  return loops;
 }
 
 uint8_t Matcher::PlainRun(int32_t state) {

@@ -15,6 +15,7 @@
 // matcher meets; one matcher serves one generation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,6 +64,25 @@ class Matcher {
   static constexpr uint8_t kPlainForever = 255;
   uint8_t PlainRun(int32_t state);
   static bool IsPlain(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
+  // The same over characters, where a character is a plain byte or any
+  // well-formed UTF-8 sequence of two to four bytes: whether `state` takes
+  // any `chars` such characters in a row (inside a JSON string, also one
+  // with maxLength). A token whose bytes spell that many such characters or
+  // fewer (the last one possibly unfinished) is then allowed without
+  // walking it. Only the states on the way are examined.
+  bool TakesAnyText(int32_t state, int chars);
+
+  // Byte classes for LoopClasses: letters, digits, space and groups of
+  // punctuation one by one, so that the loops of a pattern's or format's
+  // character class (an email's local part) show; kMultiByte stands for
+  // every well-formed UTF-8 sequence of two to four bytes, and
+  // kBrokenUtf8 for bytes that are not well-formed UTF-8 (no state loops
+  // on it).
+  enum : uint16_t { kMultiByte = 1 << 13, kBrokenUtf8 = 1 << 14 };
+  static uint16_t ByteClass(uint8_t b) { return uint16_t{1} << kClassOf[b]; }
+  // The classes all of whose bytes (or, for kMultiByte, characters) lead
+  // from `state` back to it: a token made only of them is allowed.
+  uint16_t LoopClasses(int32_t state);
   int32_t num_states() const { return static_cast<int32_t>(accepting_.size()); }
   const Grammar& grammar() const { return *grammar_; }
 
@@ -76,6 +96,13 @@ class Matcher {
   const std::vector<int32_t>& Closure(int32_t node);
   void AddClosure(int32_t node, std::vector<int32_t>* out);
   int32_t InternState(std::vector<int32_t> nodes);
+  // Whether every well-formed multi-byte UTF-8 character leads from
+  // `state` to `target`.
+  bool MultiByteCharsLeadTo(int32_t state, int32_t target);
+  // The state every text character (see TakesAnyText) leads to from
+  // `state`, or kDead when they do not all lead to one; remembered.
+  int32_t TextStep(int32_t state);
+  static const std::array<uint8_t, 256> kClassOf;
   // Fills every byte's transition of `state`; returns the one for `byte`.
   int32_t ComputeStep(int32_t state, uint8_t byte);
 
@@ -91,7 +118,11 @@ class Matcher {
   std::unordered_map<std::string, int32_t> state_ids_;
   std::vector<int32_t> transitions_;
   std::vector<char> accepting_;
-  std::vector<int16_t> plain_run_;  // per state: -1 not known yet
+  // Per state, -1 (or kUnknownClasses) until computed.
+  std::vector<int16_t> plain_run_;
+  std::vector<int32_t> text_step_;
+  static constexpr int32_t kUnknownClasses = -1;
+  std::vector<int32_t> loop_classes_;
   int32_t start_ = 0;
   int32_t state_ = 0;
 };

@@ -7,6 +7,10 @@
 namespace pocket {
 namespace grammar {
 
+namespace {
+constexpr uint32_t kMinShortcutTokens = 16;
+}  // namespace
+
 TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vector<bool>& usable)
     : vocab_(static_cast<int32_t>(token_bytes.size())) {
   offsets_.push_back(0);
@@ -73,34 +77,118 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vec
     }
     height_[i] = static_cast<uint8_t>(std::min(height, 255));
   }
+  ClassifySubtrees();
+  all_.assign((static_cast<size_t>(vocab_) + 63) / 64, 0);
+  for (int32_t id : ids_) all_[id >> 6] |= uint64_t{1} << (id & 63);
+}
+
+namespace {
+
+// A UTF-8 decoder over the bytes of a path: continuation bytes still
+// expected, the range of the next one, characters begun, and whether the
+// bytes so far are well formed and text (Matcher::TextRun).
+struct Utf8Path {
+  uint8_t follow = 0, lo = 0x80, hi = 0xBF;
+  int chars = 0;
+  bool valid = true, text = true;
+
+  Utf8Path Then(uint8_t b) const {
+    Utf8Path p = *this;
+    if (!p.valid) return p;
+    if (p.follow > 0) {
+      p.valid = b >= p.lo && b <= p.hi;
+      --p.follow;
+      p.lo = 0x80;
+      p.hi = 0xBF;
+    } else {
+      ++p.chars;
+      if (b < 0x80) {
+        p.text = p.text && Matcher::IsPlain(b);
+      } else if (b >= 0xC2 && b <= 0xDF) {
+        p.follow = 1;
+      } else if (b >= 0xE0 && b <= 0xEF) {
+        p.follow = 2;
+        p.lo = b == 0xE0 ? 0xA0 : 0x80;
+        p.hi = b == 0xED ? 0x9F : 0xBF;
+      } else if (b >= 0xF0 && b <= 0xF4) {
+        p.follow = 3;
+        p.lo = b == 0xF0 ? 0x90 : 0x80;
+        p.hi = b == 0xF4 ? 0x8F : 0xBF;
+      } else {
+        p.valid = false;
+      }
+    }
+    p.text = p.text && p.valid;
+    return p;
+  }
+};
+
+}  // namespace
+
+void TokenTrie::ClassifySubtrees() {
+  const size_t n = bytes_.size();
+  text_chars_.resize(n);
+  classes_.assign(n, 0);
+  std::vector<Utf8Path> path(max_depth_ + 1);
+  for (size_t i = 0; i < n; ++i) {
+    bool text = true, valid = true;
+    int chars = 0;
+    uint16_t classes = 0;
+    for (size_t j = i; j < skip_[i]; ++j) {
+      const size_t r = depth_[j] - depth_[i];
+      path[r + 1] = (r == 0 ? Utf8Path() : path[r]).Then(bytes_[j]);
+      text = text && path[r + 1].text;
+      valid = valid && path[r + 1].valid;
+      chars = std::max(chars, path[r + 1].chars);
+      classes |= Matcher::ByteClass(bytes_[j]);
+    }
+    text_chars_[i] = text ? static_cast<uint8_t>(std::min(chars, 255)) : 0;
+    classes_[i] = classes | (valid ? 0 : Matcher::kBrokenUtf8);
+  }
 }
 
 void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mask) const {
-  mask->assign((static_cast<size_t>(vocab_) + 63) / 64, 0);
+  // Where text may come next (inside a string) most tokens pass: the mask
+  // then starts from every token and the walk clears the rejected ones, so
+  // its cost follows the smaller side.
+  const bool clearing = matcher->TakesAnyText(state, 1);
+  if (clearing) {
+    *mask = all_;
+  } else {
+    mask->assign(all_.size(), 0);
+  }
   uint64_t* bits = mask->data();
+  const auto mark = [&](uint32_t from, uint32_t to, bool allowed) {
+    if (allowed == clearing) return;
+    for (uint32_t k = from; k < to; ++k) {
+      const int32_t id = ids_[k];
+      bits[id >> 6] ^= uint64_t{1} << (id & 63);
+    }
+  };
   std::vector<int32_t> states(max_depth_ + 1);
   states[0] = state;
   const size_t n = bytes_.size();
   for (size_t i = 0; i < n;) {
     const uint16_t d = depth_[i];
-    if (plain_[i] && height_[i] <= matcher->PlainRun(states[d - 1])) {
-      for (uint32_t k = id_begin_[i]; k < id_begin_[skip_[i]]; ++k) {
-        const int32_t id = ids_[k];
-        bits[id >> 6] |= uint64_t{1} << (id & 63);
-      }
+    const int32_t parent = states[d - 1];
+    const int32_t s = matcher->Step(parent, bytes_[i]);
+    if (s == Matcher::kDead) {
+      mark(id_begin_[i], id_begin_[skip_[i]], false);
       i = skip_[i];
       continue;
     }
-    const int32_t s = matcher->Step(states[d - 1], bytes_[i]);
-    if (s == Matcher::kDead) {
+    // The shortcuts' tests cost more than walking a few tokens, and the
+    // states inside a token are many: only larger subtrees try them.
+    const bool large = id_begin_[skip_[i]] - id_begin_[i] >= kMinShortcutTokens;
+    if ((plain_[i] && height_[i] <= matcher->PlainRun(parent)) ||
+        (large && text_chars_[i] != 0 && matcher->TakesAnyText(parent, text_chars_[i])) ||
+        (large && s == parent && (classes_[i] & ~matcher->LoopClasses(parent)) == 0)) {
+      mark(id_begin_[i], id_begin_[skip_[i]], true);
       i = skip_[i];
       continue;
     }
     states[d] = s;
-    for (uint32_t k = id_begin_[i]; k < id_begin_[i + 1]; ++k) {
-      const int32_t id = ids_[k];
-      bits[id >> 6] |= uint64_t{1} << (id & 63);
-    }
+    mark(id_begin_[i], id_begin_[i + 1], true);
     ++i;
   }
 }

@@ -5,8 +5,10 @@
 // the tokens that end there). A mask is one pass over that array with the
 // matcher's lazy automaton: a node whose byte the grammar rejects skips its
 // whole subtree, and every token ending at a surviving node is allowed. A
-// subtree of plain text bytes under a state that takes that many of them,
-// whatever they are (inside a string), is allowed whole without walking it. A
+// subtree is allowed whole, without walking it, under a state that takes
+// any text of that many characters (inside a string, also a bounded one),
+// or that loops on every byte class the subtree holds (an email's local
+// part). A
 // token is judged by all its bytes, so merged tokens that span grammar
 // elements (`"}`, `":`, `],`) and tokens ending inside a UTF-8 character are
 // handled like any other. The trie depends only on the vocabulary: build it
@@ -51,6 +53,8 @@ class TokenTrie {
   void Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mask) const;
 
  private:
+  void ClassifySubtrees();
+
   int32_t vocab_ = 0;
   std::string pool_;               // every token's bytes, in id order
   std::vector<uint32_t> offsets_;  // token id = pool_[offsets_[id], offsets_[id + 1])
@@ -65,7 +69,18 @@ class TokenTrie {
   // it is allowed, and its ids are ids_[id_begin_[i], id_begin_[skip_[i]]).
   std::vector<uint8_t> plain_;
   std::vector<uint8_t> height_;
+  // Per node, over the bytes of its subtree from the node down (what a
+  // state at its parent would read): whether they all spell text
+  // characters (Matcher::TakesAnyText) and then the most characters any
+  // token there begins (0: not all text; at most 255); and the union of
+  // their byte classes (Matcher::ByteClass, kBrokenUtf8 where one is not
+  // well-formed UTF-8). A state at the parent lets the whole subtree pass
+  // when it takes any text of that many characters, or when it loops on
+  // every class.
+  std::vector<uint8_t> text_chars_;
+  std::vector<uint16_t> classes_;
   std::vector<int32_t> ids_;
+  std::vector<uint64_t> all_;  // a mask of every token in the trie
   size_t max_depth_ = 0;
 };
 

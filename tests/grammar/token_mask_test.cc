@@ -93,6 +93,25 @@ TEST(TokenMask, MatchesBruteForceInBoundedStrings) {
   CheckAlong(g, R"({"s": "ab cd\"e"})", 1);
 }
 
+// Multi-byte characters count as one each in a bounded string, and a
+// token may end inside one.
+TEST(TokenMask, MatchesBruteForceWithUtf8InBoundedStrings) {
+  auto g = MustCompile(grammar::CompileJsonSchema(R"({"type": "object",
+    "properties": {"s": {"type": "string", "maxLength": 4}, "t": {"type": "string"}},
+    "required": ["s", "t"], "additionalProperties": false})"));
+  CheckAlong(g, R"({"s": "é日x", "t": "中文 ok"})", 1);
+}
+
+// States that loop on a character class (an email's parts, a pattern's
+// class) let whole subtrees of the class pass.
+TEST(TokenMask, MatchesBruteForceInLoopingClasses) {
+  auto g = MustCompile(grammar::CompileJsonSchema(R"({"type": "object",
+    "properties": {"e": {"type": "string", "format": "email"},
+                   "p": {"type": "string", "pattern": "^[a-z0-9_.-]+$"}},
+    "required": ["e", "p"], "additionalProperties": false})"));
+  CheckAlong(g, R"({"e": "ada.l@ex-ample.org", "p": "a_b.c-d9"})", 2);
+}
+
 TEST(TokenMask, MatchesBruteForceForAnyJson) {
   CheckAlong(grammar::JsonGrammar(), R"([{"é": [true, null]}, "x\u00e9", 0])", 4);
 }
