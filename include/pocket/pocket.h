@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 9
+#define POCKET_API_VERSION 10
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -227,6 +227,21 @@ pocket_status pocket_session_memory(const pocket_session* session, pocket_memory
  * error, and a failed load leaves the session as it was). */
 pocket_status pocket_session_save(const pocket_session* session, const char* path);
 pocket_status pocket_session_load(pocket_session* session, const char* path);
+
+/* Since API version 10. Moves the session to `target`, the same model file
+ * loaded with another backend, keeping its conversation: the KV cache goes
+ * from one backend to the other through host memory, the tokens and chat
+ * transcript stay, and the next call runs on target's backend (e.g. off the
+ * GPU while an iOS app is in the background, and back when it returns). A
+ * session suspended by pocket_session_trim moves as it is and restores on
+ * the new backend. The session keeps its options; it then uses `target`,
+ * which must outlive it, and no longer its old model. POCKET_INVALID_ARGUMENT
+ * for NULL or a model of another file or KV type it cannot hold,
+ * POCKET_UNSUPPORTED for a backend that cannot export or import KV rows,
+ * POCKET_BUDGET_EXCEEDED when the tokens do not fit the session's budget on
+ * target (which may count other bytes, e.g. a GPU's copy of the weights); on
+ * any error the session stays on its model, unchanged. */
+pocket_status pocket_session_move(pocket_session* session, pocket_model* target);
 
 /* Teacher-forced evaluation: appends `tokens` to the session and, when
  * `logits` is not NULL, writes the next-token logits of the last one

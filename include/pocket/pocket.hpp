@@ -182,6 +182,13 @@ class Session {
     return Status(pocket_session_save(s_, path.c_str()));
   }
   Status Load(const std::string& path) { return Status(pocket_session_load(s_, path.c_str())); }
+  // Moves the conversation to `target`, the same model file loaded with
+  // another backend (pocket_session_move); `target` must outlive the session.
+  Status MoveTo(Model& target) {
+    Status s(pocket_session_move(s_, target.get()));
+    if (s.ok()) model_ = target.get();
+    return s;
+  }
 
   // Appends tokens; fills the last token's next-token logits when non-null.
   Status Eval(const std::vector<int32_t>& tokens, std::vector<float>* logits) {

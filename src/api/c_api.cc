@@ -605,6 +605,18 @@ pocket_status pocket_session_load(pocket_session* session, const char* path) {
   return Ok();
 }
 
+pocket_status pocket_session_move(pocket_session* session, pocket_model* target) {
+  if (session == nullptr || target == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_move: NULL session or target model");
+  }
+  const SessionCall call(session, "pocket_session_move");
+  if (!call.ok()) return Fail(call.status());
+  // A suspended session holds no KV rows: it moves without them, and the
+  // next call restores its state file on the new backend.
+  const pocket::Status s = session->session->MoveTo(target->model.get());
+  return s.ok() ? Ok() : Fail(s);
+}
+
 pocket_status pocket_session_eval(pocket_session* session, const int32_t* tokens, size_t n_tokens,
                                   float* logits) {
   if (session == nullptr || (tokens == nullptr && n_tokens > 0)) {
