@@ -300,7 +300,20 @@ typedef struct pocket_sampling {
   const pocket_tool* tools;
   size_t n_tools;
   int32_t tool_choice; /* POCKET_TOOL_CHOICE_* */
+  /* Since API version 10: speculative decoding (docs/performance.md).
+   * Guessed tokens are verified in one batched step; the output is the
+   * same token for token (with a seed, the same as without speculation),
+   * only the number of passes over the weights changes. */
+  int32_t speculation;     /* POCKET_SPECULATION_* */
+  int32_t max_draft;       /* most tokens guessed per step, 1..16; 0: 8 */
+  const char* lookup_text; /* also searched by prompt lookup (a document the
+                              output quotes); NULL: none */
 } pocket_sampling;
+#define POCKET_SPECULATION_OFF 0
+/* Prompt lookup: guesses from n-grams of the session's own tokens and of
+ * lookup_text, verified only where the measured costs and acceptance
+ * promise a gain. */
+#define POCKET_SPECULATION_NGRAM 1
 /* Greedy decoding with the model's default length. */
 void pocket_sampling_init(pocket_sampling* sampling);
 
@@ -325,6 +338,10 @@ typedef struct pocket_generation {
    * free. */
   const pocket_tool_call* tool_calls;
   size_t n_tool_calls;
+  /* Since API version 10: how speculation ran the decoded tokens. */
+  int32_t n_decode_steps; /* passes over the weights after the prefill */
+  int32_t n_drafted;      /* guessed tokens verified */
+  int32_t n_accepted;     /* guesses that were the chosen token */
 } pocket_generation;
 void pocket_generation_init(pocket_generation* result);
 

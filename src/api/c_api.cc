@@ -223,6 +223,23 @@ pocket::Status ToTools(const pocket_sampling* s, pocket::GenerateOptions* out) {
   return pocket::Status::Ok();
 }
 
+// pocket_sampling's speculation fields (since version 10).
+pocket::Status ToSpeculation(const pocket_sampling* s, pocket::GenerateOptions* out) {
+  if (!POCKET_HAS(s, lookup_text) || s->speculation == POCKET_SPECULATION_OFF) {
+    return pocket::Status::Ok();
+  }
+  if (s->speculation != POCKET_SPECULATION_NGRAM) {
+    return pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                          "pocket_sampling: speculation %d is not POCKET_SPECULATION_OFF (0) or "
+                          "POCKET_SPECULATION_NGRAM (1)",
+                          s->speculation);
+  }
+  out->speculation.prompt_lookup = true;
+  if (s->max_draft != 0) out->speculation.max_draft = s->max_draft;
+  if (s->lookup_text != nullptr) out->speculation.lookup_text = s->lookup_text;
+  return pocket::Status::Ok();
+}
+
 pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
   using pocket::StatusCode;
   pocket_sampling defaults;
@@ -256,6 +273,7 @@ pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptio
     out->stop_strings.emplace_back(s->stop_strings[i]);
   }
   POCKET_RETURN_IF_ERROR(ToTools(s, out));
+  POCKET_RETURN_IF_ERROR(ToSpeculation(s, out));
   return CompileConstraint(s, out);
 }
 
@@ -292,6 +310,12 @@ pocket_status Finish(const pocket::Status& status, pocket::GenerateResult* r,
       const bool any = session != nullptr && !session->raw_tool_calls.empty();
       result->tool_calls = any ? session->raw_tool_calls.data() : nullptr;
       result->n_tool_calls = any ? session->raw_tool_calls.size() : 0;
+    }
+    if (POCKET_HAS(result, n_accepted)) {
+      const pocket::SpeculationStats& spec = r->speculation;
+      result->n_decode_steps = static_cast<int32_t>(spec.batched_steps + spec.single_steps);
+      result->n_drafted = static_cast<int32_t>(spec.drafted);
+      result->n_accepted = static_cast<int32_t>(spec.accepted);
     }
   }
   return status.ok() ? Ok() : Fail(status);

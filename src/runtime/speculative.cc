@@ -60,29 +60,33 @@ double TokensPerCost(double acceptance, size_t k, double cost) {
   return tokens / cost;
 }
 
-StatusOr<std::vector<double>> MeasureVerifyCosts(Session* session, size_t max_b, int repetitions) {
+StatusOr<std::vector<double>> MeasureVerifyCosts(Session* session, size_t max_b, int repetitions,
+                                                 LogitsMode batched) {
   const size_t start = session->position();
   const int32_t vocab = session->model().config().vocab;
   std::vector<int32_t> tokens(max_b);
   for (size_t i = 0; i < max_b; ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 1) % vocab);
-  std::vector<double> seconds(max_b);
+  // Each round times every b once, so that a shared machine's drift falls
+  // on all of them alike; the first round warms up.
+  std::vector<std::vector<double>> runs(max_b);
   std::vector<float> logits;
-  for (size_t b = 1; b <= max_b; ++b) {
-    const std::vector<int32_t> batch(tokens.begin(), tokens.begin() + static_cast<long>(b));
-    std::vector<double> runs;
-    for (int r = 0; r <= repetitions; ++r) {  // the first run warms up
+  for (int round = 0; round <= repetitions; ++round) {
+    for (size_t b = 1; b <= max_b; ++b) {
+      const std::vector<int32_t> batch(tokens.begin(), tokens.begin() + static_cast<long>(b));
       const auto t0 = std::chrono::steady_clock::now();
-      POCKET_RETURN_IF_ERROR(
-          session->Eval(batch, b == 1 ? LogitsMode::kLast : LogitsMode::kAll, &logits));
-      if (r > 0) runs.push_back(Seconds(t0));
+      POCKET_RETURN_IF_ERROR(session->Eval(batch, b == 1 ? LogitsMode::kLast : batched, &logits));
+      if (round > 0) runs[b - 1].push_back(Seconds(t0));
       if (session->position() != start + b) {
         return Errorf(StatusCode::kBudgetExceeded,
                       "measuring verify costs: no room for %zu tokens without sliding", max_b);
       }
       session->Truncate(start);
     }
-    std::sort(runs.begin(), runs.end());
-    seconds[b - 1] = runs[runs.size() / 2];
+  }
+  std::vector<double> seconds(max_b);
+  for (size_t b = 0; b < max_b; ++b) {
+    std::sort(runs[b].begin(), runs[b].end());
+    seconds[b] = runs[b][runs[b].size() / 2];
   }
   return seconds;
 }
@@ -194,7 +198,7 @@ Status SpeculativeDecoder::SingleStep(int32_t token, std::vector<float>* logits)
 
 Status SpeculativeDecoder::Feed(const std::vector<int32_t>& sequence, std::vector<float>* logits) {
   const int32_t token = sequence.back();
-  if (drafter_ == nullptr) return session_->Eval({token}, LogitsMode::kLast, logits);
+  if (drafter_ == nullptr) return SingleStep(token, logits);
   if (consumed_ < queued_.size()) {
     if (token == queued_[consumed_]) {
       ++consumed_;

@@ -76,10 +76,12 @@ struct SpeculationStats {
 };
 
 // Seconds of one Eval of b = 1..max_b tokens at the session's position
-// (kLast for b = 1, as decoding runs it; kAll otherwise), each the median
-// of `repetitions`; the tokens are taken off again. Needs room for max_b
-// tokens without sliding.
-StatusOr<std::vector<double>> MeasureVerifyCosts(Session* session, size_t max_b, int repetitions);
+// (kLast for b = 1, as decoding runs it; `batched` otherwise: kAll as a
+// verifying step runs it, kLast to leave the logits rows out), each the
+// median of `repetitions` rounds over every b; the tokens are taken off
+// again. Needs room for max_b tokens without sliding.
+StatusOr<std::vector<double>> MeasureVerifyCosts(Session* session, size_t max_b, int repetitions,
+                                                 LogitsMode batched = LogitsMode::kAll);
 
 // Tokens per unit cost of drafting k guesses each right with probability
 // `acceptance`, verified at relative cost `cost` (c(k + 1) plus drafting).

@@ -18,9 +18,12 @@
 #include "grammar/token_mask.h"
 #include "runtime/cpu_kernels.h"
 #include "runtime/op_times.h"
+#include "tools/pocket/bench_spec.h"
+#include "tools/pocket/bench_stats.h"
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "tools/pocket/option_flags.h"
+#include "tools/pocket/spec_flags.h"
 #include "util/json_util.h"
 
 namespace pocket::cli {
@@ -49,20 +52,6 @@ const FlagTable& BenchFlags() {
           Switch("--json", "print one JSON object (keys in docs/cli.md)"),
       }};
   return table;
-}
-
-struct Stats {
-  double median = 0, min = 0, max = 0;
-};
-
-Stats Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  Stats s;
-  s.min = v.front();
-  s.max = v.back();
-  const size_t m = v.size() / 2;
-  s.median = v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-  return s;
 }
 
 // Peak resident set in MiB: VmHWM where /proc exists, else getrusage.
@@ -106,10 +95,6 @@ double LinearMacsPerToken(const ModelConfig& c, bool with_logits) {
   const double kv = static_cast<double>(c.n_kv_heads) * c.head_dim;
   const double layer = c.hidden * (q + 2 * kv) + q * c.hidden + 3.0 * c.hidden * c.ffn;
   return c.n_layers * layer + (with_logits ? static_cast<double>(c.hidden) * c.vocab : 0.0);
-}
-
-Json StatsJson(const Stats& s) {
-  return Json{{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
 // Op times of one phase (prefill or decode) of the measured runs, and the
@@ -581,7 +566,8 @@ int Measure(const Args& args, const std::shared_ptr<const grammar::Grammar>& con
 }  // namespace
 
 int CmdBench(int argc, char** argv) {
-  Args args({&BenchFlags(), &ModelFlags(), &ConstraintFlags()});
+  Args args(
+      {&BenchFlags(), &ModelFlags(), &ConstraintFlags(), &SpeculationFlags(), &SpecBenchFlags()});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kBenchUsage);
     return kExitUsage;
@@ -604,6 +590,7 @@ int CmdBench(int argc, char** argv) {
                  static_cast<long long>(report.shape.n_gen), context);
     return kExitError;
   }
+  if (WantsSpecBench(args)) return RunSpecBench(args, loaded);
   report.model_path = args.Get("-m");
   report.loaded = &loaded;
   report.op_times = args.Has("--op-times");

@@ -5,6 +5,7 @@
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "tools/pocket/option_flags.h"
+#include "tools/pocket/spec_flags.h"
 #include "util/json_util.h"
 
 namespace pocket::cli {
@@ -57,6 +58,13 @@ void PrintJson(const GenerateResult& result, const MemoryUsage& memory) {
   out["prefill_tok_s"] = Rate(result.prefill_tokens, result.prefill_seconds);
   out["decode_tok_s"] = Rate(result.decode_tokens, result.decode_seconds);
   out["stop"] = result.stop;
+  const SpeculationStats& spec = result.speculation;
+  if (spec.batched_steps + spec.single_steps > 0) {
+    out["speculation"] = Json{{"batched_steps", spec.batched_steps},
+                              {"single_steps", spec.single_steps},
+                              {"drafted", spec.drafted},
+                              {"accepted", spec.accepted}};
+  }
   out["memory"] = MemoryJson(memory);
   std::printf("%s\n", DumpJson(out).c_str());
 }
@@ -64,7 +72,8 @@ void PrintJson(const GenerateResult& result, const MemoryUsage& memory) {
 }  // namespace
 
 int CmdRun(int argc, char** argv) {
-  Args args({&RunFlags(), &ModelFlags(), &SamplingFlags(), &ConstraintFlags()});
+  Args args(
+      {&RunFlags(), &ModelFlags(), &SamplingFlags(), &ConstraintFlags(), &SpeculationFlags()});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kRunUsage);
     return kExitUsage;
@@ -87,6 +96,9 @@ int CmdRun(int argc, char** argv) {
   if (rc != kExitOk) return rc;
   GenerateOptions options;
   rc = GenerateOptionsFromArgs(args, loaded.model->config(), &options);
+  if (rc != kExitOk) return rc;
+  DraftModel draft;
+  rc = SpeculationFromArgs(args, loaded, &draft, &options.speculation);
   if (rc != kExitOk) return rc;
 
   const bool json = args.Has("--json");
