@@ -7,7 +7,8 @@ set(POCKET_METAL_KERNEL_FILES dequant.cl reduce.cl hadamard.cl embed.cl linear.c
     rope.cl elementwise.cl kv_append.cl kv_shift.cl attention.cl)
 list(TRANSFORM POCKET_METAL_KERNEL_FILES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/kernels/gpu/)
 list(PREPEND POCKET_METAL_KERNEL_FILES ${CMAKE_CURRENT_SOURCE_DIR}/kernels/metal/prelude.metal)
-list(APPEND POCKET_METAL_KERNEL_FILES ${CMAKE_CURRENT_SOURCE_DIR}/kernels/metal/linear_rows.metal)
+list(APPEND POCKET_METAL_KERNEL_FILES ${CMAKE_CURRENT_SOURCE_DIR}/kernels/metal/linear_rows.metal
+     ${CMAKE_CURRENT_SOURCE_DIR}/kernels/metal/linear_mma.metal)
 
 set(POCKET_METAL_GENERATED ${CMAKE_CURRENT_BINARY_DIR}/generated/metal)
 set(POCKET_METAL_SOURCE ${POCKET_METAL_GENERATED}/pocket_kernels.metal)

@@ -1,4 +1,5 @@
-// Metal linear (linear_rows for decode, linear for prefill) and embed, run
+// Metal linear (linear_rows for decode, linear_mma for prefill, linear
+// where cols is not a multiple of 8) and embed, run
 // through the shim against the CPU scalar reference, for every weight
 // dtype and q4 group; weights sit at an offset inside a larger buffer, as
 // they do in the mapped file the host wraps.
@@ -42,9 +43,9 @@ TEST_P(MetalWeightTest, LinearMatchesReference) {
   const std::vector<float> bias = RandomFloats(rows, rng);
   const Buffer* bias_buf = enc.NewFloats(bias);
 
-  // n = 1 is decode (linear_rows); 3 and 6 prefill (linear), 6 with a
-  // partial block of LINEAR_TOKENS tokens.
-  for (size_t n : {1, 3, 6}) {
+  // n = 1 is decode (linear_rows); 3 and 9 prefill (linear_mma), 9 with a
+  // partial second tile of 8 tokens.
+  for (size_t n : {1, 3, 9}) {
     for (bool with_bias : {false, true}) {
       SCOPED_TRACE("n=" + std::to_string(n) + (with_bias ? " with bias" : ""));
       const size_t x_off = 2 * cols, out_off = 3 * rows;
@@ -54,15 +55,16 @@ TEST_P(MetalWeightTest, LinearMatchesReference) {
                         want.data());
       const Buffer* x_buf = enc.NewFloats(x);
       const Buffer* out_buf = enc.NewFloats(std::vector<float>(out_off + n * rows, -7.0f));
-      const Pipeline expected = n == 1 ? Pipeline::kLinearRows : Pipeline::kLinear;
+      const Pipeline expected = n == 1 ? Pipeline::kLinearRows : Pipeline::kLinearMma;
       const size_t before = enc.dispatches(expected);
       const Status s = Linear(&enc, Span{x_buf, x_off}, n, dw, with_bias ? bias_buf : nullptr,
                               Span{out_buf, out_off});
       ASSERT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(enc.dispatches(expected), before + 1) << PipelineName(expected);
       // The OpenCL op tests' bound: the reference sums in double, the
-      // kernels 256 f32 products in strided partial sums and a SIMD-group
-      // sum, a few eps times sum|x w| (~64); a wrong weight is off by ~0.1.
+      // kernels 256 f32 products in another order (strided partial sums
+      // and a SIMD-group sum, or 8-term matrix products), a few eps times
+      // sum|x w| (~64); a wrong weight is off by ~0.1.
       ExpectClose(TestEncoder::Floats(*out_buf, out_off, n * rows), want, 1e-4f, 1e-5f);
       ExpectClose(TestEncoder::Floats(*out_buf, 0, out_off), std::vector<float>(out_off, -7.0f),
                   0.0f, 0.0f);
@@ -98,6 +100,30 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, MetalWeightTest,
                                            WeightCase{DType::kQ4, 32}, WeightCase{DType::kQ4, 64},
                                            WeightCase{DType::kQ4, 128}),
                          CaseName);
+
+// Rows of 36 values: prefill takes linear (four tokens per threadgroup,
+// 6 tokens: a partial block) instead of linear_mma's 8-column blocks.
+TEST(MetalLinearTest, ColsNotAMultipleOf8RunLinear) {
+  TestEncoder enc;
+  std::mt19937 rng(5);
+  const size_t rows = 13, cols = 36, n = 6;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const auto w = RandomWeight(rows, cols, dtype, 0, rng);
+    const DeviceWeight dw = PlaceWeight(&enc, w, kWeightOffset);
+    const std::vector<float> bias = RandomFloats(rows, rng);
+    const std::vector<float> x = RandomFloats(n * cols, rng);
+    std::vector<float> want(n * rows);
+    reference::Linear(x.data(), n, w.view, bias.data(), want.data());
+    const Buffer* out_buf = enc.NewFloats(std::vector<float>(n * rows));
+    const size_t before = enc.dispatches(Pipeline::kLinear);
+    const Status s =
+        Linear(&enc, Span{enc.NewFloats(x), 0}, n, dw, enc.NewFloats(bias), Span{out_buf, 0});
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(enc.dispatches(Pipeline::kLinear), before + 1);
+    ExpectClose(TestEncoder::Floats(*out_buf, 0, n * rows), want, 1e-5f, 1e-5f);
+  }
+}
 
 TEST(MetalLinearErrors, RejectsAWeightPastItsBuffer) {
   TestEncoder enc;

@@ -122,11 +122,22 @@ Status Linear(Encoder* enc, Span x, size_t n, const DeviceWeight& w, const Buffe
   POCKET_RETURN_IF_ERROR(CheckSpan("linear", "x", x, n * w.cols));
   POCKET_RETURN_IF_ERROR(CheckSpan("linear", "out", out, n * w.rows));
   if (bias != nullptr) POCKET_RETURN_IF_ERROR(CheckSpan("linear", "bias", Span{bias, 0}, w.rows));
-  // Decode: linear_rows, one SIMD-group per output row. Prefill: linear,
-  // one threadgroup per row and block of tokens.
-  const bool decode = n == 1;
-  const size_t rows_per_group = decode ? enc->threads_per_group() / enc->simd_width() : 1;
-  return Launch(enc, decode ? Pipeline::kLinearRows : Pipeline::kLinear)
+  // Decode: linear_rows, one SIMD-group per output row. Prefill:
+  // linear_mma, SIMD-group matrices over 8-token tiles (8 rows per
+  // SIMD-group of 32); else linear, one threadgroup per row and block of
+  // LINEAR_TOKENS tokens.
+  const size_t simds = enc->threads_per_group() / enc->simd_width();
+  Pipeline pipeline = Pipeline::kLinear;
+  size_t rows_per_group = 1, tokens_per_group = kLinearTokens;
+  if (n == 1) {
+    pipeline = Pipeline::kLinearRows;
+    rows_per_group = simds;
+  } else if (w.cols % 8 == 0 && enc->simd_width() == 32) {
+    pipeline = Pipeline::kLinearMma;
+    rows_per_group = 8 * simds;
+    tokens_per_group = 8;
+  }
+  return Launch(enc, pipeline)
       .Arg(*x.buffer)
       .Arg(*w.buffer, w.offset)
       .Arg(bias != nullptr ? *bias : *out.buffer)  // unread when has_bias is 0
@@ -140,7 +151,7 @@ Status Linear(Encoder* enc, Span x, size_t n, const DeviceWeight& w, const Buffe
       .Arg(static_cast<size_t>(w.group))
       .Arg(static_cast<size_t>(bias != nullptr))
       .RunGroups((w.rows + rows_per_group - 1) / rows_per_group,
-                 (n + kLinearTokens - 1) / kLinearTokens);
+                 (n + tokens_per_group - 1) / tokens_per_group);
 }
 
 Status Embed(Encoder* enc, const DeviceWeight& table, const int32_t* ids, size_t n, Span out) {

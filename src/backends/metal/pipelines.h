@@ -11,6 +11,7 @@ enum class Pipeline : uint32_t {
   kEmbed,
   kLinear,
   kLinearRows,
+  kLinearMma,
   kRmsNorm,
   kRope,
   kSwiglu,
@@ -21,12 +22,12 @@ enum class Pipeline : uint32_t {
   kKvShiftQ8,
   kAttention
 };
-constexpr size_t kNumPipelines = 12;
+constexpr size_t kNumPipelines = 13;
 
 // Kernel function names, in Pipeline order.
 inline constexpr const char* kPipelineNames[kNumPipelines] = {
-    "embed", "linear",    "linear_rows",  "rms_norm", "rope",        "swiglu",
-    "add",   "kv_append", "kv_append_q8", "kv_shift", "kv_shift_q8", "attention"};
+    "embed", "linear",    "linear_rows",  "linear_mma", "rms_norm",    "rope",     "swiglu",
+    "add",   "kv_append", "kv_append_q8", "kv_shift",   "kv_shift_q8", "attention"};
 
 inline const char* PipelineName(Pipeline p) { return kPipelineNames[static_cast<size_t>(p)]; }
 

@@ -211,6 +211,8 @@ float SimdMax(float x) {
                                             [](float a, float b) { return b > a ? b : a; });
 }
 
+unsigned SimdLane() { return Current("a SIMD-group matrix store").lane; }
+
 float SimdBroadcastFirst(float x) {
   return pocket::metal::harness::SimdReduce(x, "simd_broadcast_first",
                                             [](float a, float) { return a; });

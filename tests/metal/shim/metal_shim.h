@@ -122,6 +122,59 @@ inline float abs(float x) { return std::fabs(x); }
 inline float rint(float x) { return std::nearbyint(x); }
 inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
 
+// SIMD-group matrices: every lane holds the whole matrix (Metal spreads
+// it over the lanes), so loads and products give each lane the same
+// values; a store writes from lane 0 only, and the kernel's barrier after
+// it makes the values visible to the other lanes, as on a GPU.
+template <typename T, int Cols, int Rows>
+struct simdgroup_matrix {
+  T e[Rows][Cols];
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+
+template <typename T, int Cols, int Rows>
+simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  for (int i = 0; i < Rows; ++i) {
+    for (int j = 0; j < Cols; ++j) m.e[i][j] = value;
+  }
+  return m;
+}
+
+template <typename T, int Cols, int Rows>
+void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const T* src,
+                    unsigned long elements_per_row = Cols) {
+  for (int i = 0; i < Rows; ++i) {
+    for (int j = 0; j < Cols; ++j) d.e[i][j] = src[i * elements_per_row + j];
+  }
+}
+
+template <typename T, int Cols, int Rows>
+void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, T* dst,
+                     unsigned long elements_per_row = Cols) {
+  if (metal_shim::SimdLane() != 0) return;
+  for (int i = 0; i < Rows; ++i) {
+    for (int j = 0; j < Cols; ++j) dst[i * elements_per_row + j] = a.e[i][j];
+  }
+}
+
+// d = a * b + c.
+template <typename T, int K, int Rows, int Cols>
+void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d,
+                                   const simdgroup_matrix<T, K, Rows>& a,
+                                   const simdgroup_matrix<T, Cols, K>& b,
+                                   const simdgroup_matrix<T, Cols, Rows>& c) {
+  simdgroup_matrix<T, Cols, Rows> r;
+  for (int i = 0; i < Rows; ++i) {
+    for (int j = 0; j < Cols; ++j) {
+      T sum = c.e[i][j];
+      for (int k = 0; k < K; ++k) sum += a.e[i][k] * b.e[k][j];
+      r.e[i][j] = sum;
+    }
+  }
+  d = r;
+}
+
 // SIMD-group functions over the active threads of the caller's SIMD-group.
 inline float simd_sum(float x) { return metal_shim::SimdSum(x); }
 inline float simd_max(float x) { return metal_shim::SimdMax(x); }

@@ -16,5 +16,7 @@ void SimdgroupBarrier();
 float SimdSum(float x);
 float SimdMax(float x);
 float SimdBroadcastFirst(float x);
+// The caller's lane in its SIMD-group.
+unsigned SimdLane();
 
 }  // namespace metal_shim
