@@ -14,6 +14,7 @@
 #include "backends/metal/command_encoder.h"
 #include "backends/metal/context.h"
 #include "backends/metal/kv_cache.h"
+#include "backends/metal/kv_rows.h"
 #include "backends/metal/ops.h"
 #include "backends/plan_walker.h"
 #include "backends/registry.h"
@@ -43,6 +44,7 @@ class MetalBackend final : public Backend {
     BackendCapabilities c;
     c.kv_types = kKvTypes;
     c.sliding_window = true;
+    c.state_rows = true;
     return c;
   }
   KvType default_kv_type() const override { return KvType::kF16; }
@@ -196,9 +198,19 @@ class MetalSession final : public BackendSession {
     kv_.Clear();
   }
   Status Drop(size_t begin, size_t count, size_t n_tokens) override;
-  Status ExportRows(size_t, const ByteSink&) const override { return NoStateRows(); }
-  Status ValidateRows(size_t, const uint8_t*, size_t) const override { return NoStateRows(); }
-  Status ImportRows(size_t, const uint8_t*) override { return NoStateRows(); }
+  // The GPU is idle between calls (every run waits for its command
+  // buffer), so the rows are CPU copies of shared memory.
+  Status ExportRows(size_t n_tokens, const ByteSink& sink) const override {
+    std::lock_guard<std::mutex> lock(backend_->mutex());
+    return ExportKvRows(kv_.Views(), n_tokens, sink);
+  }
+  Status ValidateRows(size_t n_tokens, const uint8_t* data, size_t size) const override {
+    return ValidateKvRows(kv_.Views(), n_tokens, data, size);
+  }
+  Status ImportRows(size_t n_tokens, const uint8_t* data) override {
+    std::lock_guard<std::mutex> lock(backend_->mutex());
+    return ImportKvRows(kv_.Views(), n_tokens, data);
+  }
 
   size_t kv_bytes() const override { return kv_.bytes(); }
   size_t KvBytesFor(size_t n_tokens) const override { return kv_.BytesFor(n_tokens); }
@@ -225,9 +237,6 @@ class MetalSession final : public BackendSession {
   }
 
  private:
-  static Status NoStateRows() {
-    return Errorf(StatusCode::kUnsupported, "backend 'metal' does not save or load KV rows yet");
-  }
   Status CheckType() const {
     if (kKvTypes & KvTypeBit(type_)) return Status::Ok();
     return Errorf(StatusCode::kUnsupported, "backend 'metal' has no %s KV cache",

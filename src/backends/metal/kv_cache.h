@@ -30,6 +30,7 @@ class KvCache {
   Status Reserve(size_t n_tokens);
   void Clear();
   DeviceKvView View(size_t layer) const;
+  std::vector<DeviceKvView> Views() const;
   size_t layers() const { return layers_.size(); }
   size_t row(size_t layer) const { return layers_[layer].row; }
 

@@ -89,4 +89,10 @@ DeviceKvView KvCache::View(size_t layer) const {
   return v;
 }
 
+std::vector<DeviceKvView> KvCache::Views() const {
+  std::vector<DeviceKvView> views;
+  for (size_t l = 0; l < layers_.size(); ++l) views.push_back(View(l));
+  return views;
+}
+
 }  // namespace pocket::metal
