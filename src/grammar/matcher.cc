@@ -72,7 +72,7 @@ int32_t Matcher::InternState(std::vector<int32_t> nodes) {
   auto [it, inserted] = state_ids_.emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (inserted) {
     accepting_.push_back(nodes.front() == kDone);
-    plain_run_.push_back(-1);
+    plain_step_.push_back(kUnknown);
     text_step_.push_back(kUnknown);
     loop_classes_.push_back(kUnknownClasses);
     states_.push_back(std::move(nodes));
@@ -193,26 +193,41 @@ bool Matcher::MultiByteCharsLeadTo(int32_t state, int32_t target) {
   return true;
 }
 
-int32_t Matcher::TextStep(int32_t s) {
-  if (text_step_[s] != kUnknown) return text_step_[s];
+int32_t Matcher::PlainStep(int32_t s) {
+  if (plain_step_[s] != kUnknown) return plain_step_[s];
   int32_t next = Step(s, ' ');
   for (int b = 0x21; b < 0x7F && next != kDead; ++b) {
     if (IsPlain(static_cast<uint8_t>(b)) && Step(s, static_cast<uint8_t>(b)) != next) next = kDead;
   }
+  plain_step_[s] = next;
+  return next;
+}
+
+int32_t Matcher::TextStep(int32_t s) {
+  if (text_step_[s] != kUnknown) return text_step_[s];
+  int32_t next = PlainStep(s);
   if (next != kDead && !MultiByteCharsLeadTo(s, next)) next = kDead;
   text_step_[s] = next;
   return next;
 }
 
-bool Matcher::TakesAnyText(int32_t state, int chars) {
+bool Matcher::TakesAny(int32_t state, int chars, int32_t (Matcher::*step)(int32_t)) {
   int32_t s = state;
   for (int k = 0; k < chars; ++k) {
-    const int32_t next = TextStep(s);
+    const int32_t next = (this->*step)(s);
     if (next == kDead) return false;
     if (next == s) return true;
     s = next;
   }
   return true;
+}
+
+bool Matcher::TakesAnyPlain(int32_t state, int bytes) {
+  return TakesAny(state, bytes, &Matcher::PlainStep);
+}
+
+bool Matcher::TakesAnyText(int32_t state, int chars) {
+  return TakesAny(state, chars, &Matcher::TextStep);
 }
 
 uint16_t Matcher::LoopClasses(int32_t state) {
@@ -224,41 +239,6 @@ uint16_t Matcher::LoopClasses(int32_t state) {
   if (Step(state, 0xC3) != kDead && MultiByteCharsLeadTo(state, state)) loops |= kMultiByte;
   loop_classes_[state] = loops;
   return loops;
-}
-
-uint8_t Matcher::PlainRun(int32_t state) {
-  // Follows the common successors until a state whose run is known, one
-  // without a common successor, one that loops, or the cap; then each state
-  // on the way gets one more than the next. A cycle through several states
-  // stops at the cap, which undercounts: still a run the state does take.
-  std::vector<int32_t> chain;
-  int32_t s = state;
-  int run = 0;
-  for (;;) {
-    if (plain_run_[s] >= 0) {
-      run = plain_run_[s];
-      break;
-    }
-    int32_t next = Step(s, ' ');
-    for (int b = 0x21; b < 0x7F && next != kDead; ++b) {
-      if (IsPlain(static_cast<uint8_t>(b)) && Step(s, static_cast<uint8_t>(b)) != next) {
-        next = kDead;
-      }
-    }
-    if (next == s || next == kDead) {
-      run = next == s ? kPlainForever : 0;
-      plain_run_[s] = static_cast<int16_t>(run);
-      break;
-    }
-    chain.push_back(s);
-    if (chain.size() + 1 >= kPlainForever) break;  // run 0 past the cap
-    s = next;
-  }
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    if (run != kPlainForever) run = std::min(run + 1, kPlainForever - 1);
-    plain_run_[*it] = static_cast<int16_t>(run);
-  }
-  return static_cast<uint8_t>(plain_run_[state]);
 }
 
 bool Matcher::AcceptByte(uint8_t byte) {

@@ -55,14 +55,13 @@ class Matcher {
     return next != kUnknown ? next : ComputeStep(state, byte);
   }
   bool Accepting(int32_t state) const { return accepting_[state]; }
-  // How many plain bytes (IsPlain: printable ASCII but `"` and `\`) in a
-  // row `state` takes whatever they are: each step must send every plain
-  // byte to one common next state. kPlainForever when they loop back to
-  // `state` (the inside of a JSON string); n for the n remaining
-  // characters of a string with maxLength. A token of only plain bytes, no
-  // longer than that, is then allowed without walking it (token_mask.h).
-  static constexpr uint8_t kPlainForever = 255;
-  uint8_t PlainRun(int32_t state);
+  // Whether `state` takes any `bytes` plain bytes (IsPlain: printable ASCII
+  // but `"` and `\`) in a row, whatever they are: each step must send
+  // every plain byte to one common next state (inside a JSON string, also
+  // one with maxLength). A token of only plain bytes, no longer than that,
+  // is then allowed without walking it (token_mask.h). Only the states on
+  // the way are examined.
+  bool TakesAnyPlain(int32_t state, int bytes);
   static bool IsPlain(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
   // The same over characters, where a character is a plain byte or any
   // well-formed UTF-8 sequence of two to four bytes: whether `state` takes
@@ -99,9 +98,13 @@ class Matcher {
   // Whether every well-formed multi-byte UTF-8 character leads from
   // `state` to `target`.
   bool MultiByteCharsLeadTo(int32_t state, int32_t target);
-  // The state every text character (see TakesAnyText) leads to from
-  // `state`, or kDead when they do not all lead to one; remembered.
+  // The state every plain byte (every text character, see TakesAnyText)
+  // leads to from `state`, or kDead when they do not all lead to one;
+  // remembered.
+  int32_t PlainStep(int32_t state);
   int32_t TextStep(int32_t state);
+  // Whether `chars` steps of `step` from `state` all lead somewhere.
+  bool TakesAny(int32_t state, int chars, int32_t (Matcher::*step)(int32_t));
   static const std::array<uint8_t, 256> kClassOf;
   // Fills every byte's transition of `state`; returns the one for `byte`.
   int32_t ComputeStep(int32_t state, uint8_t byte);
@@ -119,8 +122,7 @@ class Matcher {
   std::vector<int32_t> transitions_;
   std::vector<char> accepting_;
   // Per state, -1 (or kUnknownClasses) until computed.
-  std::vector<int16_t> plain_run_;
-  std::vector<int32_t> text_step_;
+  std::vector<int32_t> plain_step_, text_step_;
   static constexpr int32_t kUnknownClasses = -1;
   std::vector<int32_t> loop_classes_;
   int32_t start_ = 0;

@@ -8,7 +8,7 @@ namespace pocket {
 namespace grammar {
 
 namespace {
-constexpr uint32_t kMinShortcutTokens = 16;
+constexpr uint32_t kMinTextShortcutTokens = 16;
 }  // namespace
 
 TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vector<bool>& usable)
@@ -177,12 +177,13 @@ void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mas
       i = skip_[i];
       continue;
     }
-    // The shortcuts' tests cost more than walking a few tokens, and the
-    // states inside a token are many: only larger subtrees try them.
-    const bool large = id_begin_[skip_[i]] - id_begin_[i] >= kMinShortcutTokens;
-    if ((plain_[i] && height_[i] <= matcher->PlainRun(parent)) ||
+    // Testing for text costs more than walking a few tokens, and the states
+    // inside a token are many: only larger subtrees try it. A state that
+    // loops on the node's byte is rarer and its classes cheap to test.
+    const bool large = id_begin_[skip_[i]] - id_begin_[i] >= kMinTextShortcutTokens;
+    if ((plain_[i] && matcher->TakesAnyPlain(parent, height_[i])) ||
         (large && text_chars_[i] != 0 && matcher->TakesAnyText(parent, text_chars_[i])) ||
-        (large && s == parent && (classes_[i] & ~matcher->LoopClasses(parent)) == 0)) {
+        (s == parent && skip_[i] > i + 1 && (classes_[i] & ~matcher->LoopClasses(parent)) == 0)) {
       mark(id_begin_[i], id_begin_[skip_[i]], true);
       i = skip_[i];
       continue;

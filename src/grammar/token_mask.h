@@ -65,8 +65,9 @@ class TokenTrie {
   std::vector<uint32_t> id_begin_;  // ids_[id_begin_[i], id_begin_[i + 1])
   // Whether the node's subtree (itself included) holds only bytes for which
   // Matcher::IsPlain holds, and how deep it is (the node alone: 1; at most
-  // 255): from a state whose PlainRun is at least that deep every token in
-  // it is allowed, and its ids are ids_[id_begin_[i], id_begin_[skip_[i]]).
+  // 255): from a state that takes any plain bytes that many deep
+  // (Matcher::TakesAnyPlain) every token in it is allowed, and its ids are
+  // ids_[id_begin_[i], id_begin_[skip_[i]]).
   std::vector<uint8_t> plain_;
   std::vector<uint8_t> height_;
   // Per node, over the bytes of its subtree from the node down (what a
