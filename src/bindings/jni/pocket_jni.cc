@@ -402,6 +402,11 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionTrim(JNIEnv* env, jclass, j
   }
 }
 
+JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionMove(JNIEnv* env, jclass, jlong session,
+                                                          jlong model) {
+  Check(env, pocket_session_move(AsSession(session), AsModel(model)));
+}
+
 JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionReset(JNIEnv* env, jclass, jlong session) {
   Check(env, pocket_session_reset(AsSession(session)));
 }

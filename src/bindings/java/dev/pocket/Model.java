@@ -8,7 +8,8 @@ package dev.pocket;
  * safe.
  */
 public final class Model implements AutoCloseable {
-  private final Handle handle;
+  // Package-private: a session holds it while it runs on this model (Session.moveTo).
+  final Handle handle;
   private final int vocabSize;
   private final int contextLength;
   private final String architecture;

@@ -75,6 +75,8 @@ final class Native {
 
   static native void sessionReset(long session);
 
+  static native void sessionMove(long session, long model);
+
   static native int sessionPosition(long session);
 
   static native void sessionMemory(long session, long[] out);

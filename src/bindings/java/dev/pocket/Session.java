@@ -17,13 +17,25 @@ public final class Session implements AutoCloseable {
   private final int vocabSize;
   // The generate and chat calls in progress, for cancel(); guarded by itself.
   private final List<Call> running = new ArrayList<>();
+  // The model the session runs on, held until the session is freed or moves (moveTo); guarded by
+  // this.
+  private Handle model;
 
   Session(long ptr, Handle model, int vocabSize) {
+    this.model = model;
     this.handle = new Handle("Session", ptr, p -> {
       Native.sessionFree(p);
-      model.release();
+      releaseModel();
     });
     this.vocabSize = vocabSize;
+  }
+
+  private void releaseModel() {
+    Handle m;
+    synchronized (this) {
+      m = model;
+    }
+    m.release();
   }
 
   /** Greedy generation with the model's default length. */
@@ -143,6 +155,37 @@ public final class Session implements AutoCloseable {
       Native.sessionTrim(h, level.code, p);
     } finally {
       handle.release();
+    }
+  }
+
+  /**
+   * Moves the conversation to target, the same model file loaded with another backend
+   * (pocket_session_move): the KV cache goes from one backend to the other, the tokens and chat
+   * stay, and the next call runs on target's backend (e.g. off the GPU while the app is in the
+   * background, and back). The session then holds target instead of its old model. INVALID_ARGUMENT
+   * for a null target, a model of another file or a KV type target's backend does not store;
+   * BUDGET_EXCEEDED when the tokens do not fit the budget there; BUSY while another call runs. A
+   * failure leaves the session on its model, unchanged.
+   */
+  public void moveTo(Model target) {
+    if (target == null) throw PocketException.invalid("target is null");
+    Handle to = target.handle;
+    long m = to.acquire();
+    Handle released = to;
+    try {
+      long h = handle.acquire();
+      try {
+        Native.sessionMove(h, m);
+        // Before the session's release: a close() meanwhile frees it there, with target.
+        synchronized (this) {
+          released = model;
+          model = to;
+        }
+      } finally {
+        handle.release();
+      }
+    } finally {
+      released.release();
     }
   }
 

@@ -618,6 +618,50 @@ public final class PocketTests {
     expectThrows(IllegalStateException.class, model::newSession);
   }
 
+  static Model loadF32(String backend) {
+    ModelOptions options = new ModelOptions();
+    options.threads = 1;
+    options.backend = backend;
+    options.quantMath = ModelOptions.QuantMath.F32;
+    return Model.load(modelPath, options);
+  }
+
+  /**
+   * moveTo: with f32 weights, an f32 cache and f32 maths the cpu and reference backends compute
+   * the same numbers, so a conversation moved cpu -> reference -> cpu goes on with the text of
+   * one that never moved. The session holds the model it runs on: the one it left may close.
+   * A null or closed target throws and leaves the session where it was.
+   */
+  public static void testMoveToAnotherBackendKeepsTheConversation() {
+    SessionOptions f32 = new SessionOptions();
+    f32.kvType = SessionOptions.KvType.F32;
+    try (Model cpu = loadF32("cpu"); Model reference = loadF32("reference");
+        Session still = cpu.newSession(f32); Session moving = cpu.newSession(f32)) {
+      String want = still.generate("Once upon a time", greedy(20)).text
+          + still.generate("", greedy(15)).text + still.generate("", greedy(15)).text;
+      String got = moving.generate("Once upon a time", greedy(20)).text;
+      int position = moving.position();
+      moving.moveTo(reference);
+      checkEquals(position, moving.position(), "position after the move");
+      got += moving.generate("", greedy(15)).text;
+      moving.moveTo(cpu);
+      got += moving.generate("", greedy(15)).text;
+      checkEquals(want, got, "text of the moved session");
+
+      position = moving.position();
+      expectPocket(Status.INVALID_ARGUMENT, "target is null", () -> moving.moveTo(null));
+      Model closed = loadF32("reference");
+      closed.close();
+      expectThrows(IllegalStateException.class, () -> moving.moveTo(closed));
+      checkEquals(position, moving.position(), "a failed move leaves the session as it was");
+      Model left = loadF32("cpu");
+      moving.moveTo(left);
+      moving.moveTo(reference);
+      left.close();
+      check(!moving.generate("", greedy(5)).text.isEmpty(), "generates after its old model closed");
+    }
+  }
+
   /** A session keeps its model alive after model.close(), until the session is closed too. */
   public static void testSessionOutlivesClosedModel() {
     Model model = load();
