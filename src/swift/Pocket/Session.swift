@@ -86,10 +86,18 @@ public struct Generation: Sendable {
 /// (`lastGeneration?.stopReason` is then `.cancelled`), and the session
 /// keeps every token generated so far.
 public final class Session: @unchecked Sendable {
-  public let model: Model
   let handle: OpaquePointer
   private let lock = NSLock()
   private var last: Generation?
+  private var current: Model
+
+  /// The model the session runs on (`move(to:)` changes it); the session
+  /// keeps it alive.
+  public var model: Model {
+    lock.lock()
+    defer { lock.unlock() }
+    return current
+  }
 
   init(model: Model, options: SessionOptions) throws {
     var raw = pocket_session_options()
@@ -103,7 +111,7 @@ public final class Session: @unchecked Sendable {
     guard let session else {
       throw PocketError(status: .internal, message: "pocket_session_new returned no session")
     }
-    self.model = model
+    current = model
     handle = session
   }
 
@@ -142,6 +150,21 @@ public final class Session: @unchecked Sendable {
     case .suspend(let file):
       try PocketError.check(pocket_session_trim(handle, POCKET_TRIM_SUSPEND, file))
     }
+  }
+
+  /// Moves the conversation to `target`, the same model file loaded with
+  /// another backend (`pocket_session_move`): the KV cache goes from one
+  /// backend to the other, the tokens and chat stay, and the next call runs
+  /// on `target` (e.g. off the GPU while the app is in the background, and
+  /// back). Throws `.invalidArgument` for a model of another file or a KV
+  /// type `target`'s backend does not store, `.budgetExceeded` when the
+  /// tokens do not fit the budget there, `.busy` while a generation runs;
+  /// the session then stays on its model, unchanged.
+  public func move(to target: Model) throws {
+    try PocketError.check(pocket_session_move(handle, target.handle))
+    lock.lock()
+    current = target
+    lock.unlock()
   }
 
   /// Forgets the conversation.

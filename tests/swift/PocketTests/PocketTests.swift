@@ -177,6 +177,43 @@ final class PocketTests: XCTestCase {
     try session.trim(.scratch)
   }
 
+  /// With f32 weights, an f32 cache and f32 maths the cpu and reference
+  /// backends compute the same numbers: a conversation moved cpu ->
+  /// reference -> cpu goes on with the text of one that never moved, and a
+  /// model of another file is refused with the session left where it was.
+  func testMovedSessionContinuesTheConversation() async throws {
+    let cpu = try Model(path: Self.modelPath, options: ModelOptions(threads: 1, f32Math: true))
+    let reference = try Model(
+      path: Self.modelPath, options: ModelOptions(threads: 1, backend: "reference", f32Math: true))
+    var sampling = Self.greedy(15)
+    sampling.ignoreEOS = true
+    let still = try cpu.makeSession(options: SessionOptions(kvType: .f32))
+    var expected = try await collect(still.generate("Once upon a time", sampling: sampling))
+    expected += try await collect(still.generate(" and", sampling: sampling))
+    expected += try await collect(still.generate(" then", sampling: sampling))
+
+    let session = try cpu.makeSession(options: SessionOptions(kvType: .f32))
+    var got = try await collect(session.generate("Once upon a time", sampling: sampling))
+    try session.move(to: reference)
+    XCTAssertTrue(session.model === reference)
+    got += try await collect(session.generate(" and", sampling: sampling))
+    try session.move(to: cpu)
+    got += try await collect(session.generate(" then", sampling: sampling))
+    XCTAssertEqual(got.joined(), expected.joined())
+
+    let other = try Model(
+      path: Self.root + "/tests/data/gguf-py/stories260K-q8_0.gguf",
+      options: ModelOptions(threads: 1))
+    do {
+      try session.move(to: other)
+      XCTFail("moved to a model of another file")
+    } catch let error as PocketError {
+      XCTAssertEqual(error.status, .invalidArgument, error.message)
+      XCTAssertTrue(error.message.contains("same model file"), error.message)
+    }
+    XCTAssertTrue(session.model === cpu)
+  }
+
   func testSecondCallWhileOneRunsIsBusy() async throws {
     let model = try loadModel()
     let session = try model.makeSession()
