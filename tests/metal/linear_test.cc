@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, MetalWeightTest,
 TEST(MetalLinearTest, ColsNotAMultipleOf8RunLinear) {
   TestEncoder enc;
   std::mt19937 rng(5);
-  const size_t rows = 13, cols = 36, n = 6;
+  const size_t rows = 5, cols = 36, n = 6;
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     SCOPED_TRACE(DTypeName(dtype));
     const auto w = RandomWeight(rows, cols, dtype, 0, rng);

@@ -70,22 +70,22 @@ if(POCKET_CLANGXX14)
   endforeach()
 endif()
 
-# The host's Objective-C++ (and the Mac tests' encoder) passes the compiler's syntax and ARC checks
-# against the project's declarations of the Metal and Foundation API it
-# calls (tests/metal/objc), so a typo or a selector of the wrong shape
-# fails here too.
+# The host's Objective-C++ (and the Mac tests' encoder) passes the
+# compiler's syntax and ARC checks against the project's declarations of the
+# Metal and Foundation API it calls (tests/metal/objc), so a typo or a
+# selector of the wrong shape fails here too. The files are checked as one
+# translation unit (-include each), which parses the shared headers once.
 if(POCKET_CLANGXX14)
   file(GLOB _pocket_metal_mm CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backends/metal/*.mm
        ${CMAKE_CURRENT_SOURCE_DIR}/metal/device/*.mm)
-  foreach(mm ${_pocket_metal_mm})
-    get_filename_component(stem ${mm} NAME_WE)
-    add_test(NAME metal_host_syntax_${stem}
-      COMMAND ${POCKET_CLANGXX14} -std=c++17 -fsyntax-only -x objective-c++ -fobjc-arc
-              -fobjc-runtime=macosx-11.0 -fblocks -Wall -Wextra -Wno-unused-parameter -Werror
-              -I${CMAKE_CURRENT_SOURCE_DIR}/metal/objc -I${CMAKE_SOURCE_DIR}/src
-              -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_CURRENT_SOURCE_DIR} ${mm})
-    set_tests_properties(metal_host_syntax_${stem} PROPERTIES LABELS metal_shim)
-  endforeach()
+  list(TRANSFORM _pocket_metal_mm PREPEND "-include;" OUTPUT_VARIABLE _pocket_metal_mm_includes)
+  add_test(NAME metal_host_syntax
+    COMMAND ${POCKET_CLANGXX14} -std=c++17 -fsyntax-only -x objective-c++ -fobjc-arc
+            -fobjc-runtime=macosx-11.0 -fblocks -Wall -Wextra -Wno-unused-parameter -Werror
+            -I${CMAKE_CURRENT_SOURCE_DIR}/metal/objc -I${CMAKE_SOURCE_DIR}/src
+            -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_CURRENT_SOURCE_DIR}
+            ${_pocket_metal_mm_includes} /dev/null)
+  set_tests_properties(metal_host_syntax PROPERTIES LABELS metal_shim)
 endif()
 
 # On a Mac (POCKET_METAL): the same op tests on the GPU, through the host's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -26,10 +27,10 @@ constexpr auto kBarrierTimeout = std::chrono::seconds(30);
 }
 
 // A reusable barrier over `count` threads; Drop() takes a thread that has
-// returned from the kernel out of the count, as a GPU does. Waiters yield
-// rather than sleep: a threadgroup has far more threads than the machine
-// has cores, and a wake-up through the kernel's futex per thread and
-// barrier made the tests several times slower.
+// returned from the kernel out of the count, as a GPU does. A waiter first
+// yields a few times (a threadgroup has far more threads than the machine
+// has cores, and most barriers open within a few time slices), then sleeps
+// until the last thread arrives.
 class Barrier {
  public:
   void Reset(size_t count) {
@@ -48,12 +49,15 @@ class Barrier {
         return;
       }
     }
-    const auto deadline = std::chrono::steady_clock::now() + kBarrierTimeout;
-    for (uint32_t spins = 1; generation_.load(std::memory_order_acquire) == generation; ++spins) {
+    for (int spins = 0; spins < kYields; ++spins) {
+      if (generation_.load(std::memory_order_acquire) != generation) return;
       std::this_thread::yield();
-      if (spins % 4096 == 0 && std::chrono::steady_clock::now() > deadline) {
-        Deadlock(kernel, what);
-      }
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!opened_.wait_for(lock, kBarrierTimeout, [&] {
+          return generation_.load(std::memory_order_relaxed) != generation;
+        })) {
+      Deadlock(kernel, what);
     }
   }
 
@@ -64,12 +68,16 @@ class Barrier {
   }
 
  private:
+  static constexpr int kYields = 16;
+
   void Release() {  // under mutex_
     arrived_ = 0;
     generation_.fetch_add(1, std::memory_order_release);
+    opened_.notify_all();
   }
 
   std::mutex mutex_;
+  std::condition_variable opened_;
   size_t expected_ = 0;
   size_t arrived_ = 0;
   std::atomic<uint64_t> generation_{0};
