@@ -224,7 +224,8 @@ class MetalSession final : public BackendSession {
     return total;
   }
   size_t ScratchBytesFor(size_t n, BackendOutput output) const override {
-    return SlotAndTempFloats(plan_, n, output) * sizeof(float) + ScoreBytesFor(n);
+    return SlotAndTempFloats(plan_, n, output) * sizeof(float) + ScoreBytesFor(n) +
+           UploadBytesFor(n);
   }
   void ReleaseScratch() override {
     std::lock_guard<std::mutex> lock(backend_->mutex());
@@ -247,6 +248,15 @@ class MetalSession final : public BackendSession {
     size_t heads = 0;
     for (const PlanStep& s : plan_.steps) heads = std::max(heads, s.n_heads);
     return std::min(kMaxScoreBytes, n * heads * max_tokens_ * sizeof(float));
+  }
+  // The upload arena after runs of n tokens: their token ids and every rope
+  // step's tables, doubled as the arena grows.
+  size_t UploadBytesFor(size_t n) const {
+    size_t bytes = n * sizeof(int32_t) + 16;
+    for (const PlanStep& s : plan_.steps) {
+      if (s.op == OpKind::kRope) bytes += 2 * (n * (s.head_dim / 2) * sizeof(float) + 16);
+    }
+    return std::max(2 * bytes, kMinUploadBytes);
   }
   Status EnsureRows(size_t n, BackendOutput output);
   Status RunStep(CommandEncoder* enc, const WalkStep& w, size_t n, size_t n_past,

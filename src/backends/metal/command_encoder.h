@@ -15,10 +15,18 @@
 namespace pocket::metal {
 
 // Buffers the ops use as scratch, owned by a session and kept across its
-// steps (they only grow).
+// steps (they only grow): the ops' scratch by id, and the arena that holds
+// one command buffer's uploads (the next command buffer reuses it: each
+// step waits for its command buffer).
+// The smallest upload arena: a step's token ids and rope tables for short
+// chunks.
+constexpr size_t kMinUploadBytes = size_t{64} << 10;
+
 struct ScratchBuffers {
   std::array<Buffer, kNumScratch> buffers;
   std::array<id<MTLBuffer>, kNumScratch> handles;
+  id<MTLBuffer> upload = nil;
+  Buffer upload_view;
   size_t bytes() const;
 };
 
@@ -50,10 +58,11 @@ class CommandEncoder final : public Encoder {
   id<MTLCommandBuffer> command_buffer_ = nil;
   id<MTLComputeCommandEncoder> compute_ = nil;
   Pipeline pipeline_ = Pipeline::kEmbed;
-  // Host data of this command buffer: each Upload gets its own buffer, so
-  // nothing encoded later overwrites what an earlier dispatch reads.
-  std::vector<id<MTLBuffer>> uploads_;
-  std::vector<std::unique_ptr<Buffer>> upload_views_;
+  // Uploads of this command buffer fill the session's arena from the
+  // start, never overwriting what an earlier dispatch reads; an arena
+  // outgrown on the way is kept here until the command buffer is done.
+  size_t upload_used_ = 0;
+  std::vector<id<MTLBuffer>> outgrown_;
 };
 
 // A Buffer describing a Metal buffer (shared storage).

@@ -1,12 +1,13 @@
 #include "backends/metal/command_encoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
 namespace pocket::metal {
 
 size_t ScratchBuffers::bytes() const {
-  size_t total = 0;
+  size_t total = upload_view.bytes;
   for (const Buffer& b : buffers) total += b.bytes;
   return total;
 }
@@ -62,12 +63,19 @@ Status CommandEncoder::Copy(const Buffer& src, size_t src_offset, const Buffer& 
 }
 
 StatusOr<const Buffer*> CommandEncoder::Upload(const void* data, size_t bytes, size_t* offset) {
-  POCKET_ASSIGN_OR_RETURN(id<MTLBuffer> buffer, ctx_->NewBuffer(bytes));
-  if (bytes > 0) std::memcpy([buffer contents], data, bytes);
-  uploads_.push_back(buffer);
-  upload_views_.push_back(std::make_unique<Buffer>(ViewOf(buffer)));
-  *offset = 0;
-  return upload_views_.back().get();
+  // 16-byte steps: setBuffer offsets stay aligned for any element type.
+  size_t at = (upload_used_ + 15) / 16 * 16;
+  if (scratch_->upload == nil || at + bytes > scratch_->upload_view.bytes) {
+    if (scratch_->upload != nil) outgrown_.push_back(scratch_->upload);
+    at = 0;
+    const size_t size = std::max({2 * bytes, 2 * scratch_->upload_view.bytes, kMinUploadBytes});
+    POCKET_ASSIGN_OR_RETURN(scratch_->upload, ctx_->NewBuffer(size));
+    scratch_->upload_view = ViewOf(scratch_->upload);
+  }
+  if (bytes > 0) std::memcpy(scratch_->upload_view.contents + at, data, bytes);
+  upload_used_ = at + bytes;
+  *offset = at;
+  return &scratch_->upload_view;
 }
 
 StatusOr<const Buffer*> CommandEncoder::Scratch(ScratchId id, size_t bytes) {
