@@ -9,10 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cpu/ops.h"
 #include "backends/opencl/context.h"
 #include "format/dtype.h"
 #include "format/model_config.h"
+#include "graph/kv_type.h"
 #include "util/status.h"
 
 namespace pocket::opencl {

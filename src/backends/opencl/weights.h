@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backends/opencl/ops.h"
+#include "graph/weight_view.h"
 
 namespace pocket::opencl {
 
