@@ -10,9 +10,14 @@ namespace pocket {
 
 namespace {
 
-// c(b)'s slope before any batched step of this model was timed; steps'
-// times replace it within a few steps.
-constexpr double kPriorSlope = 0.1;
+// c(b) before a batched step of b positions was timed: what a step costs
+// where the batched kernels read the weights once for all rows; steps'
+// times replace it.
+constexpr double kPriorSlope = 0.15;
+// After this many single steps in a row, a batched step the prior costs
+// would make worth it runs, so that a cost measured on a busy moment does
+// not stop speculation for good.
+constexpr int64_t kProbeAfter = 64;
 // Weight of the newest observation in the running estimates.
 constexpr double kRate = 0.2;
 // Acceptance counts decay by this much per scored draft, so the estimate
@@ -29,7 +34,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 // The cost model learned per model, shared by the process's decoders.
 struct LearnedCosts {
   double single_seconds = 0.0;
-  double slope = kPriorSlope;
+  std::vector<double> relative;  // c(b) at b - 1; 0 where not timed
 };
 std::mutex costs_mutex;
 std::map<const Model*, LearnedCosts>& CostsByModel() {
@@ -107,19 +112,18 @@ SpeculativeDecoder::SpeculativeDecoder(Session* session, const SpeculationOption
     drafter_ = std::make_unique<PromptLookupDrafter>(std::move(lookup));
   }
   std::lock_guard<std::mutex> lock(costs_mutex);
+  relative_.assign(SpeculationOptions::kMaxDraft + 1, 0.0);
   const auto it = CostsByModel().find(&session->model());
   if (it != CostsByModel().end()) {
     single_seconds_ = it->second.single_seconds;
-    slope_ = it->second.slope;
-  } else {
-    slope_ = kPriorSlope;
+    relative_ = it->second.relative;
   }
 }
 
 SpeculativeDecoder::~SpeculativeDecoder() {
   if (drafter_ == nullptr || stats_.batched_steps == 0 || single_seconds_ == 0.0) return;
   std::lock_guard<std::mutex> lock(costs_mutex);
-  CostsByModel()[&session_->model()] = {single_seconds_, slope_};
+  CostsByModel()[&session_->model()] = {single_seconds_, relative_};
 }
 
 size_t SpeculativeDecoder::BatchRoom() const {
@@ -145,7 +149,26 @@ size_t SpeculativeDecoder::BatchRoom() const {
   return limit > pos ? limit - pos : 0;
 }
 
-size_t SpeculativeDecoder::ChooseDraftLength() const {
+double SpeculativeDecoder::Cost(size_t b, bool prior) const {
+  // Timed sizes as measured, others between the nearest timed ones (the
+  // prior's line through c(1) = 1 beyond them).
+  size_t below = 1, above = 0;
+  for (size_t i = 2; !prior && i <= relative_.size(); ++i) {
+    if (relative_[i - 1] == 0.0) continue;
+    if (i <= b) below = i;
+    if (i >= b) {
+      above = i;
+      break;
+    }
+  }
+  const auto at = [&](size_t i) { return i == 1 ? 1.0 : relative_[i - 1]; };
+  if (above == 0) return at(below) + kPriorSlope * static_cast<double>(b - below);
+  if (above == below) return at(b);
+  return at(below) + (at(above) - at(below)) * static_cast<double>(b - below) /
+                         static_cast<double>(above - below);
+}
+
+size_t SpeculativeDecoder::ChooseDraftLength(bool prior) const {
   const size_t most =
       std::min(static_cast<size_t>(options_.max_draft), BatchRoom() > 0 ? BatchRoom() - 1 : 0);
   if (!options_.adaptive || most == 0) return most;
@@ -154,7 +177,7 @@ size_t SpeculativeDecoder::ChooseDraftLength() const {
   size_t best = 0;
   double best_gain = kMinGain;
   for (size_t k = 1; k <= most; ++k) {
-    const double cost = 1.0 + slope_ * static_cast<double>(k) + draft_cost * static_cast<double>(k);
+    const double cost = Cost(k + 1, prior) + draft_cost * static_cast<double>(k);
     const double gain = TokensPerCost(acceptance, k, cost);
     if (gain > best_gain) {
       best = k;
@@ -214,20 +237,27 @@ Status SpeculativeDecoder::Feed(const std::vector<int32_t>& sequence, std::vecto
   ScoreShadow(sequence);
 
   // The first step is a single one, which times c(1) for the cost model.
-  const size_t k = first_step_ && options_.adaptive ? 0 : ChooseDraftLength();
+  size_t k = first_step_ && options_.adaptive ? 0 : ChooseDraftLength(false);
+  if (k == 0 && single_run_ >= kProbeAfter) k = ChooseDraftLength(true);
   first_step_ = false;
   std::vector<int32_t> batch = {token};
   if (k > 0 || (drafter_->cheap() && shadow_.empty())) {
     const auto t0 = std::chrono::steady_clock::now();
     const size_t asked = k > 0 ? k : static_cast<size_t>(options_.max_draft);
     drafter_->Draft(sequence, asked, &batch);
-    if (batch.size() > 1) Ema(&draft_seconds_, Seconds(t0) / static_cast<double>(batch.size() - 1));
+    const double seconds = Seconds(t0);
+    stats_.draft_seconds += seconds;
+    if (batch.size() > 1) Ema(&draft_seconds_, seconds / static_cast<double>(batch.size() - 1));
     if (k == 0 && batch.size() > 1) {
       shadow_.assign(batch.begin() + 1, batch.end());
       shadow_at_ = sequence.size();
     }
   }
-  if (k == 0 || batch.size() == 1) return SingleStep(token, logits);
+  if (k == 0 || batch.size() == 1) {
+    ++single_run_;
+    return SingleStep(token, logits);
+  }
+  single_run_ = 0;
 
   const auto t0 = std::chrono::steady_clock::now();
   if (!session_->Eval(batch, LogitsMode::kAll, &rows_).ok()) {
@@ -237,10 +267,7 @@ Status SpeculativeDecoder::Feed(const std::vector<int32_t>& sequence, std::vecto
   }
   const double seconds = Seconds(t0);
   scratch_grown_ = true;
-  if (single_seconds_ > 0) {
-    const double slope = (seconds / single_seconds_ - 1.0) / static_cast<double>(batch.size() - 1);
-    Ema(&slope_, std::max(0.0, slope));
-  }
+  if (single_seconds_ > 0) Ema(&relative_[batch.size() - 1], seconds / single_seconds_);
   ++stats_.batched_steps;
   stats_.drafted += static_cast<int64_t>(batch.size() - 1);
   queued_.assign(batch.begin() + 1, batch.end());

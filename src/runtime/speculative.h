@@ -23,11 +23,14 @@
 // token as without speculation.
 //
 // Cost model (docs/performance.md): a step over b positions costs c(b)
-// single steps, learned as c(b) = 1 + slope * (b - 1) from the steps' own
-// wall times (kept per model for the process); a draft of k tokens whose
+// single steps, learned per b from the steps' own wall times (kept per
+// model for the process; untimed sizes between timed ones, a prior line
+// 1 + 0.15 (b - 1) before any); a draft of k tokens whose
 // guesses are each right with probability a yields 1 + a + ... + a^k
 // tokens. The decoder drafts the k that maximizes tokens per unit cost and
-// does not verify where no k beats a single step. Acceptance is tracked as
+// does not verify where no k beats a single step; after 64 single steps in
+// a row it verifies once where the prior costs say so, which times c(b)
+// again. Acceptance is tracked as
 // it goes, on the drafts a cheap drafter makes for steps it does not
 // verify too.
 #pragma once
@@ -73,6 +76,7 @@ struct SpeculationStats {
   int64_t single_steps = 0;   // steps of one token
   int64_t drafted = 0;        // guesses verified
   int64_t accepted = 0;       // guesses that were the chosen token
+  double draft_seconds = 0;   // spent drafting
 };
 
 // Seconds of one Eval of b = 1..max_b tokens at the session's position
@@ -111,8 +115,11 @@ class SpeculativeDecoder {
  private:
   // Most tokens one batched step may run now without sliding or failing.
   size_t BatchRoom() const;
+  // c(b): a step over b positions in single steps, as timed, or (`prior`)
+  // as the prior line.
+  double Cost(size_t b, bool prior) const;
   // The number of guesses to verify this step (0: a single step).
-  size_t ChooseDraftLength() const;
+  size_t ChooseDraftLength(bool prior) const;
   void Observe(size_t drafted, size_t accepted);
   void ScoreShadow(const std::vector<int32_t>& sequence);
   Status SingleStep(int32_t token, std::vector<float>* logits);
@@ -131,12 +138,13 @@ class SpeculativeDecoder {
   size_t shadow_at_ = 0;
   // Acceptance, as decayed counts of right and wrong guesses.
   double right_ = 1.0, wrong_ = 1.0;
-  // The cost model: a single step's seconds, the slope of c(b), and the
-  // drafter's seconds per guess.
+  // The cost model: a single step's seconds, c(b) at b - 1 (0: not yet
+  // timed), and the drafter's seconds per guess.
   double single_seconds_ = 0.0;
-  double slope_ = 0.0;
+  std::vector<double> relative_;
   double draft_seconds_ = 0.0;
   bool first_step_ = true;
+  int64_t single_run_ = 0;  // single steps since the last batched one
   SpeculationStats stats_;
 };
 

@@ -106,8 +106,12 @@ bool MeasureSpeculation(Session* session, const std::vector<int32_t>& prompt,
   for (int64_t run = 0; run <= reps; ++run) {  // the first pair warms up
     double plain_s = 0, spec_s = 0;
     SpeculationStats unused, stats;
-    if (!DecodeRun(session, prompt, replay, n_gen, plain, &plain_s, &unused) ||
-        !DecodeRun(session, prompt, replay, n_gen, options, &spec_s, &stats)) {
+    // Each arm goes first in every other pair.
+    const bool plain_first = run % 2 == 0;
+    if (!DecodeRun(session, prompt, replay, n_gen, plain_first ? plain : options,
+                   plain_first ? &plain_s : &spec_s, plain_first ? &unused : &stats) ||
+        !DecodeRun(session, prompt, replay, n_gen, plain_first ? options : plain,
+                   plain_first ? &spec_s : &plain_s, plain_first ? &stats : &unused)) {
       return false;
     }
     if (run == 0) continue;
@@ -120,6 +124,8 @@ bool MeasureSpeculation(Session* session, const std::vector<int32_t>& prompt,
     out->stats.single_steps += stats.single_steps;
     out->stats.drafted += stats.drafted;
     out->stats.accepted += stats.accepted;
+    out->stats.draft_seconds += stats.draft_seconds;
+    out->spec_seconds += spec_s;
   }
   out->plain_tok_s = Summarize(plain_rates);
   out->spec_tok_s = Summarize(spec_rates);
@@ -150,6 +156,7 @@ Json SpecBenchJson(const SpecBench& b) {
               {"single_steps", b.stats.single_steps},
               {"drafted", b.stats.drafted},
               {"accepted", b.stats.accepted},
+              {"draft_share", b.spec_seconds > 0 ? b.stats.draft_seconds / b.spec_seconds : 0.0},
               {"replay", b.replay}};
 }
 
@@ -174,9 +181,10 @@ void PrintSpecBench(const SpecBench& b, const SpeculationOptions& options) {
       b.plain_tok_s.median, b.spec_tok_s.median, b.speedup.median, b.speedup.min, b.speedup.max);
   std::printf(
       "           %.2f tokens per step, %.0f%% of %lld guesses accepted, %lld batched and "
-      "%lld single steps\n",
+      "%lld single steps; drafting took %.2f%% of the speculative decode time\n",
       b.tokens_per_step, 100 * b.acceptance, static_cast<long long>(b.stats.drafted),
-      static_cast<long long>(b.stats.batched_steps), static_cast<long long>(b.stats.single_steps));
+      static_cast<long long>(b.stats.batched_steps), static_cast<long long>(b.stats.single_steps),
+      b.spec_seconds > 0 ? 100 * b.stats.draft_seconds / b.spec_seconds : 0.0);
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ struct SpecBench {
   Stats plain_tok_s, spec_tok_s;
   Stats speedup;  // plain decode time / speculative decode time, per pair
   double tokens_per_step = 0, acceptance = 0;
-  SpeculationStats stats;  // summed over the measured speculative runs
+  SpeculationStats stats;   // summed over the measured speculative runs
+  double spec_seconds = 0;  // their decode time
   bool replay = false;
 };
 
