@@ -17,7 +17,7 @@ constexpr double kPriorSlope = 0.15;
 // After this many single steps in a row, a batched step the prior costs
 // would make worth it runs, so that a cost measured on a busy moment does
 // not stop speculation for good.
-constexpr int64_t kProbeAfter = 64;
+constexpr int64_t kProbeAfter = 256;
 // Weight of the newest observation in the running estimates.
 constexpr double kRate = 0.2;
 // Acceptance counts decay by this much per scored draft, so the estimate

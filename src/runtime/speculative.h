@@ -28,7 +28,7 @@
 // 1 + 0.15 (b - 1) before any); a draft of k tokens whose
 // guesses are each right with probability a yields 1 + a + ... + a^k
 // tokens. The decoder drafts the k that maximizes tokens per unit cost and
-// does not verify where no k beats a single step; after 64 single steps in
+// does not verify where no k beats a single step; after 256 single steps in
 // a row it verifies once where the prior costs say so, which times c(b)
 // again. Acceptance is tracked as
 // it goes, on the drafts a cheap drafter makes for steps it does not
