@@ -211,24 +211,20 @@ int32_t Matcher::TextStep(int32_t s) {
   return next;
 }
 
-bool Matcher::TakesAny(int32_t state, int chars, int32_t (Matcher::*step)(int32_t)) {
+bool Matcher::TakesAnyText(int32_t state, int chars, int multibyte_chars) {
   int32_t s = state;
   for (int k = 0; k < chars; ++k) {
-    const int32_t next = (this->*step)(s);
+    const int32_t next = k < multibyte_chars ? TextStep(s) : PlainStep(s);
     if (next == kDead) return false;
+    // A loop takes every later character too: those checked here, and
+    // past multibyte_chars plain bytes only.
     if (next == s) return true;
     s = next;
   }
   return true;
 }
 
-bool Matcher::TakesAnyPlain(int32_t state, int bytes) {
-  return TakesAny(state, bytes, &Matcher::PlainStep);
-}
-
-bool Matcher::TakesAnyText(int32_t state, int chars) {
-  return TakesAny(state, chars, &Matcher::TextStep);
-}
+bool Matcher::TakesAnyPlain(int32_t state, int bytes) { return TakesAnyText(state, bytes, 0); }
 
 uint16_t Matcher::LoopClasses(int32_t state) {
   if (loop_classes_[state] != kUnknownClasses) return static_cast<uint16_t>(loop_classes_[state]);

@@ -63,13 +63,16 @@ class Matcher {
   // the way are examined.
   bool TakesAnyPlain(int32_t state, int bytes);
   static bool IsPlain(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
-  // The same over characters, where a character is a plain byte or any
-  // well-formed UTF-8 sequence of two to four bytes: whether `state` takes
-  // any `chars` such characters in a row (inside a JSON string, also one
-  // with maxLength). A token whose bytes spell that many such characters or
-  // fewer (the last one possibly unfinished) is then allowed without
-  // walking it. Only the states on the way are examined.
-  bool TakesAnyText(int32_t state, int chars);
+  // The same over characters, where a character is a plain byte or, among
+  // the first `multibyte_chars`, also any well-formed UTF-8 sequence of two
+  // to four bytes: whether `state` takes any `chars` such characters in a
+  // row (inside a JSON string, also one with maxLength). A token whose
+  // bytes spell that many such characters or fewer (the last one possibly
+  // unfinished), its multi-byte ones among the first `multibyte_chars`, is
+  // then allowed without walking it. Only the states on the way are
+  // examined, and multi-byte characters only as far as asked: each costs a
+  // bounded string's states through every UTF-8 lead byte.
+  bool TakesAnyText(int32_t state, int chars, int multibyte_chars);
 
   // Byte classes for LoopClasses: letters, digits, space and groups of
   // punctuation one by one, so that the loops of a pattern's or format's
@@ -98,13 +101,10 @@ class Matcher {
   // Whether every well-formed multi-byte UTF-8 character leads from
   // `state` to `target`.
   bool MultiByteCharsLeadTo(int32_t state, int32_t target);
-  // The state every plain byte (every text character, see TakesAnyText)
-  // leads to from `state`, or kDead when they do not all lead to one;
-  // remembered.
+  // The state every plain byte (every character, see TakesAnyText) leads
+  // to from `state`, or kDead when they do not all lead to one; remembered.
   int32_t PlainStep(int32_t state);
   int32_t TextStep(int32_t state);
-  // Whether `chars` steps of `step` from `state` all lead somewhere.
-  bool TakesAny(int32_t state, int chars, int32_t (Matcher::*step)(int32_t));
   static const std::array<uint8_t, 256> kClassOf;
   // Fills every byte's transition of `state`; returns the one for `byte`.
   int32_t ComputeStep(int32_t state, uint8_t byte);

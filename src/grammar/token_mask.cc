@@ -90,6 +90,7 @@ namespace {
 struct Utf8Path {
   uint8_t follow = 0, lo = 0x80, hi = 0xBF;
   int chars = 0;
+  int multibyte_chars = 0;  // where the last multi-byte character began
   bool valid = true, text = true;
 
   Utf8Path Then(uint8_t b) const {
@@ -104,7 +105,10 @@ struct Utf8Path {
       ++p.chars;
       if (b < 0x80) {
         p.text = p.text && Matcher::IsPlain(b);
-      } else if (b >= 0xC2 && b <= 0xDF) {
+        return p;
+      }
+      p.multibyte_chars = p.chars;
+      if (b >= 0xC2 && b <= 0xDF) {
         p.follow = 1;
       } else if (b >= 0xE0 && b <= 0xEF) {
         p.follow = 2;
@@ -128,11 +132,12 @@ struct Utf8Path {
 void TokenTrie::ClassifySubtrees() {
   const size_t n = bytes_.size();
   text_chars_.resize(n);
+  multibyte_chars_.resize(n);
   classes_.assign(n, 0);
   std::vector<Utf8Path> path(max_depth_ + 1);
   for (size_t i = 0; i < n; ++i) {
     bool text = true, valid = true;
-    int chars = 0;
+    int chars = 0, multibyte_chars = 0;
     uint16_t classes = 0;
     for (size_t j = i; j < skip_[i]; ++j) {
       const size_t r = depth_[j] - depth_[i];
@@ -140,9 +145,11 @@ void TokenTrie::ClassifySubtrees() {
       text = text && path[r + 1].text;
       valid = valid && path[r + 1].valid;
       chars = std::max(chars, path[r + 1].chars);
+      multibyte_chars = std::max(multibyte_chars, path[r + 1].multibyte_chars);
       classes |= Matcher::ByteClass(bytes_[j]);
     }
     text_chars_[i] = text ? static_cast<uint8_t>(std::min(chars, 255)) : 0;
+    multibyte_chars_[i] = static_cast<uint8_t>(std::min(multibyte_chars, 255));
     classes_[i] = classes | (valid ? 0 : Matcher::kBrokenUtf8);
   }
 }
@@ -151,7 +158,7 @@ void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mas
   // Where text may come next (inside a string) most tokens pass: the mask
   // then starts from every token and the walk clears the rejected ones, so
   // its cost follows the smaller side.
-  const bool clearing = matcher->TakesAnyText(state, 1);
+  const bool clearing = matcher->TakesAnyText(state, 1, 1);
   if (clearing) {
     *mask = all_;
   } else {
@@ -182,7 +189,8 @@ void TokenTrie::Fill(Matcher* matcher, int32_t state, std::vector<uint64_t>* mas
     // loops on the node's byte is rarer and its classes cheap to test.
     const bool large = id_begin_[skip_[i]] - id_begin_[i] >= kMinTextShortcutTokens;
     if ((plain_[i] && matcher->TakesAnyPlain(parent, height_[i])) ||
-        (large && text_chars_[i] != 0 && matcher->TakesAnyText(parent, text_chars_[i])) ||
+        (large && text_chars_[i] != 0 &&
+         matcher->TakesAnyText(parent, text_chars_[i], multibyte_chars_[i])) ||
         (s == parent && skip_[i] > i + 1 && (classes_[i] & ~matcher->LoopClasses(parent)) == 0)) {
       mark(id_begin_[i], id_begin_[skip_[i]], true);
       i = skip_[i];

@@ -79,6 +79,7 @@ class TokenTrie {
   // when it takes any text of that many characters, or when it loops on
   // every class.
   std::vector<uint8_t> text_chars_;
+  std::vector<uint8_t> multibyte_chars_;  // the furthest a multi-byte one begins
   std::vector<uint16_t> classes_;
   std::vector<int32_t> ids_;
   std::vector<uint64_t> all_;  // a mask of every token in the trie
