@@ -205,6 +205,7 @@ class Session {
     Generation local;
     Generation* r = result != nullptr ? result : &local;
     r->text.clear();
+    r->calls.clear();
     Call call{&on_text, r};
     std::vector<const char*> stops;
     std::vector<pocket_tool> tools;
