@@ -102,8 +102,12 @@ void pocket_set_cpu_matrix_extension(int32_t allow);
 
 typedef struct pocket_model_options {
   uint32_t struct_size;
-  int32_t threads;     /* compute threads, at most 1024; 0 = one per fast physical core */
-  const char* backend; /* "cpu" (default when NULL) */
+  int32_t threads; /* compute threads, at most 1024; 0 = one per fast physical core */
+  /* A backend this build has: "cpu" (default when NULL); "reference", the
+   * scalar reference ops on one thread (slow: for checking results); "opencl"
+   * in builds with it. Another name is POCKET_INVALID_ARGUMENT listing the
+   * names this build has (pocket inspect --devices lists them too). */
+  const char* backend;
   /* Since API version 3. How the CPU multiplies q4/q8 weights:
    * POCKET_QUANT_MATH_INT8 (default) quantizes activations to int8 per weight
    * group and uses the int8 dot instructions (VNNI, sdot), and on x86 CPUs
