@@ -31,7 +31,8 @@ public struct SessionOptions: Sendable {
 }
 
 public struct ChatMessage: Sendable {
-  /// "system", "user" or "assistant".
+  /// "system", "user", "assistant" or (Qwen3's template) "tool": a tool's
+  /// result, `content` the text the tool returned.
   public var role: String
   public var content: String
 
@@ -47,6 +48,9 @@ public struct ChatMessage: Sendable {
   }
   public static func assistant(_ content: String) -> ChatMessage {
     ChatMessage(role: "assistant", content: content)
+  }
+  public static func tool(_ content: String) -> ChatMessage {
+    ChatMessage(role: "tool", content: content)
   }
 }
 
@@ -67,6 +71,8 @@ public struct Generation: Sendable {
   public var stopReason: StopReason
   public var prefillSeconds: Double
   public var decodeSeconds: Double
+  /// The complete tool calls of a chat reply with tools, in order.
+  public var toolCalls: [ToolCall]
 
   init(_ raw: pocket_generation) {
     promptTokens = Int(raw.n_prompt_tokens)
@@ -74,6 +80,11 @@ public struct Generation: Sendable {
     stopReason = StopReason(rawValue: Int32(raw.stop_reason.rawValue)) ?? .error
     prefillSeconds = raw.prefill_seconds
     decodeSeconds = raw.decode_seconds
+    // The C strings belong to the session until its next call: copied here.
+    toolCalls = (0..<raw.n_tool_calls).map {
+      ToolCall(name: String(cString: raw.tool_calls[$0].name),
+               arguments: String(cString: raw.tool_calls[$0].arguments))
+    }
   }
 }
 
@@ -196,8 +207,14 @@ public final class Session: @unchecked Sendable {
 
   /// Adds `messages` (the new turn: earlier turns stay in the session) and
   /// streams the assistant's reply. `thinking`: Qwen3's thinking switch.
+  /// `tools` (Qwen3's template; pass the same ones on every turn): the
+  /// template lists them and the reply is constrained to `toolChoice`; its
+  /// calls are in `lastGeneration?.toolCalls` once the stream ends, and each
+  /// result goes back as a `.tool` message. Tools on another template throw
+  /// `.unsupported`.
   public func chat(
-    _ messages: [ChatMessage], thinking: Bool = true, sampling: Sampling = Sampling()
+    _ messages: [ChatMessage], thinking: Bool = true, tools: [Tool] = [],
+    toolChoice: ToolChoice = .auto, sampling: Sampling = Sampling()
   ) -> AsyncThrowingStream<String, Error>
   {
     stream { session, callback, user, result in
@@ -206,7 +223,7 @@ public final class Session: @unchecked Sendable {
           let raw = (0..<messages.count).map {
             pocket_message(role: roles[$0], content: contents[$0])
           }
-          return sampling.withRaw { s in
+          return sampling.withRaw(tools: tools, choice: toolChoice) { s in
             pocket_chat(session, raw, raw.count, thinking ? 1 : 0, s, callback, user, result)
           }
         }

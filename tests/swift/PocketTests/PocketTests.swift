@@ -27,6 +27,22 @@ final class PocketTests: XCTestCase {
     return sampling
   }
 
+  /// A tiny synthetic Qwen3 with the real tokenizer and chat template,
+  /// written by the `pocket` CLI (ctest names it in POCKET_CLI) to a
+  /// temporary file the caller removes.
+  func synthesizeTinyQwen3(named name: String) throws -> String {
+    let cli = try XCTUnwrap(ProcessInfo.processInfo.environment["POCKET_CLI"],
+                            "run through ctest, which sets POCKET_CLI")
+    let path = NSTemporaryDirectory() + "/swift-\(name)-\(getpid()).pocket"
+    let synth = Process()
+    synth.executableURL = URL(fileURLWithPath: cli)
+    synth.arguments = ["synth", "--preset", "tiny-qwen3", "--quant", "f32", "-o", path]
+    try synth.run()
+    synth.waitUntilExit()
+    XCTAssertEqual(synth.terminationStatus, 0)
+    return path
+  }
+
   func collect(_ stream: AsyncThrowingStream<String, Error>) async throws -> [String] {
     var pieces: [String] = []
     for try await piece in stream { pieces.append(piece) }
@@ -130,21 +146,12 @@ final class PocketTests: XCTestCase {
     XCTAssertEqual(session.lastGeneration?.stopReason, .budget)
   }
 
-  /// A chat turn on a tiny synthetic Qwen3 (written by the `pocket` CLI,
-  /// which ctest names in POCKET_CLI) prefills exactly the tokens of the
+  /// A chat turn on a tiny synthetic Qwen3 prefills exactly the tokens of the
   /// rendering Jinja2 gives for it (chat-template-golden.jsonl,
   /// "single_user_genprompt_nothink").
   func testChatTurnPrefillsTheTemplatesRendering() async throws {
-    let cli = try XCTUnwrap(ProcessInfo.processInfo.environment["POCKET_CLI"],
-                            "run through ctest, which sets POCKET_CLI")
-    let path = NSTemporaryDirectory() + "/swift-chat-\(getpid()).pocket"
+    let path = try synthesizeTinyQwen3(named: "chat")
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let synth = Process()
-    synth.executableURL = URL(fileURLWithPath: cli)
-    synth.arguments = ["synth", "--preset", "tiny-qwen3", "--quant", "f32", "-o", path]
-    try synth.run()
-    synth.waitUntilExit()
-    XCTAssertEqual(synth.terminationStatus, 0)
     let model = try Model(path: path, options: ModelOptions(threads: 1))
     let session = try model.makeSession()
     var sampling = Self.greedy(4)
