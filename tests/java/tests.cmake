@@ -24,6 +24,7 @@ exit $rc]=])
     COMMAND sh -c "${_jni_check}" ${CMAKE_CURRENT_BINARY_DIR}/java_api.log
             ${Java_JAVA_EXECUTABLE} -Xcheck:jni
             -Ddev.pocket.library=$<TARGET_FILE:pocket_jni>
+            -Ddev.pocket.cli=$<TARGET_FILE:pocket_cli>
             -cp ${_pocket_jar}:${_pocket_tests_jar}
             dev.pocket.tests.PocketTests ${POCKET_TEST_MODELS}/stories260K-f32.pocket)
   set_tests_properties(java_api PROPERTIES FIXTURES_REQUIRED test_models LABELS java TIMEOUT 300)

@@ -33,8 +33,9 @@ namespace {
 // a native thread's FindClass sees only the system classes).
 jclass g_exception_class = nullptr;  // dev.pocket.PocketException
 jmethodID g_exception_from_native = nullptr;
-jmethodID g_call_piece = nullptr;   // dev.pocket.Call.piece(byte[])
-jmethodID g_call_finish = nullptr;  // dev.pocket.Call.finish(...)
+jmethodID g_call_piece = nullptr;     // dev.pocket.Call.piece(byte[])
+jmethodID g_call_finish = nullptr;    // dev.pocket.Call.finish(...)
+jclass g_byte_array_class = nullptr;  // byte[]
 
 pocket_model* AsModel(jlong h) { return reinterpret_cast<pocket_model*>(static_cast<intptr_t>(h)); }
 pocket_session* AsSession(jlong h) {
@@ -179,6 +180,37 @@ bool ReadSampling(JNIEnv* env, jfloatArray floats, jintArray ints, jlong seed, j
   return true;
 }
 
+// Tools as dev.pocket.Session packs them: each tool's name, description and
+// parameters, the last two null where the tool has none (NULL for the C
+// API). `strings` keeps the text `raw` points into.
+struct ToolArgs {
+  std::vector<std::string> strings;
+  std::vector<pocket_tool> raw;
+};
+
+bool ReadTools(JNIEnv* env, jobjectArray tools, ToolArgs* out) {
+  if (tools == nullptr || env->GetArrayLength(tools) % 3 != 0) {
+    ThrowPocket(env, POCKET_INTERNAL, "tools array of the wrong size");
+    return false;
+  }
+  const size_t n = static_cast<size_t>(env->GetArrayLength(tools));
+  out->strings.resize(n);
+  std::vector<bool> present(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    jbyteArray item =
+        static_cast<jbyteArray>(env->GetObjectArrayElement(tools, static_cast<jsize>(i)));
+    if (env->ExceptionCheck()) return false;
+    if (item == nullptr) continue;
+    present[i] = true;
+    const bool ok = ReadString(env, item, "tool", &out->strings[i]);
+    env->DeleteLocalRef(item);
+    if (!ok) return false;
+  }
+  const auto at = [&](size_t i) { return present[i] ? out->strings[i].c_str() : nullptr; };
+  for (size_t i = 0; i < n; i += 3) out->raw.push_back({at(i), at(i + 1), at(i + 2)});
+  return true;
+}
+
 // The streaming callback's state: the Java Call object on the calling thread.
 struct Stream {
   JNIEnv* env;
@@ -204,17 +236,38 @@ int OnText(const char* text, size_t len, int32_t /*token_id*/, void* user_data) 
   return failed || go_on == JNI_FALSE ? 1 : 0;
 }
 
-// Reports the C call's outcome to Call.finish, message included, unless a
-// Java exception is pending (the native method then returns into it).
+// The tool calls of `g` as Call.finish takes them: each call's name, then its
+// arguments. Null with an exception pending when memory runs out.
+jobjectArray ToolCalls(JNIEnv* env, const pocket_generation& g) {
+  jobjectArray out =
+      env->NewObjectArray(static_cast<jsize>(2 * g.n_tool_calls), g_byte_array_class, nullptr);
+  for (size_t i = 0; out != nullptr && i < 2 * g.n_tool_calls; ++i) {
+    const pocket_tool_call& c = g.tool_calls[i / 2];
+    const char* text = i % 2 == 0 ? c.name : c.arguments;
+    jbyteArray item = Bytes(env, text, std::strlen(text));
+    if (item == nullptr) return nullptr;
+    env->SetObjectArrayElement(out, static_cast<jsize>(i), item);
+    env->DeleteLocalRef(item);
+  }
+  return out;
+}
+
+// Reports the C call's outcome to Call.finish, message and tool calls
+// included, unless a Java exception is pending (the native method then
+// returns into it).
 void Finish(JNIEnv* env, jobject call, pocket_status status, const pocket_generation& g) {
   if (env->ExceptionCheck()) return;
   const char* message = status == POCKET_OK ? "" : pocket_last_error();
   jbyteArray text = Bytes(env, message, std::strlen(message));
   if (text == nullptr) return;
-  env->CallVoidMethod(call, g_call_finish, static_cast<jint>(status),
-                      static_cast<jint>(g.n_prompt_tokens), static_cast<jint>(g.n_generated),
-                      static_cast<jint>(g.stop_reason), static_cast<jdouble>(g.prefill_seconds),
-                      static_cast<jdouble>(g.decode_seconds), text);
+  jobjectArray calls = ToolCalls(env, g);
+  if (calls != nullptr) {
+    env->CallVoidMethod(call, g_call_finish, static_cast<jint>(status),
+                        static_cast<jint>(g.n_prompt_tokens), static_cast<jint>(g.n_generated),
+                        static_cast<jint>(g.stop_reason), static_cast<jdouble>(g.prefill_seconds),
+                        static_cast<jdouble>(g.decode_seconds), text, calls);
+    env->DeleteLocalRef(calls);
+  }
   env->DeleteLocalRef(text);
 }
 
@@ -236,9 +289,13 @@ JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void* /*reserved*/) {
     return JNI_ERR;
   }
   g_call_piece = env->GetMethodID(call, "piece", "([B)Z");
-  g_call_finish = env->GetMethodID(call, "finish", "(IIIIDD[B)V");
+  g_call_finish = env->GetMethodID(call, "finish", "(IIIIDD[B[[B)V");
   env->DeleteLocalRef(call);
-  if (g_call_piece == nullptr || g_call_finish == nullptr) return JNI_ERR;
+  jclass bytes = env->FindClass("[B");
+  if (g_call_piece == nullptr || g_call_finish == nullptr || bytes == nullptr) return JNI_ERR;
+  g_byte_array_class = static_cast<jclass>(env->NewGlobalRef(bytes));
+  env->DeleteLocalRef(bytes);
+  if (g_byte_array_class == nullptr) return JNI_ERR;
   return JNI_VERSION_1_6;
 }
 
@@ -499,16 +556,22 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_chat(JNIEnv* env, jclass, jlong se
                                                    jobjectArray roles, jobjectArray contents,
                                                    jboolean thinking, jfloatArray floats,
                                                    jintArray ints, jlong seed, jobjectArray stops,
+                                                   jobjectArray tools, jint tool_choice,
                                                    jobject call) {
   try {
     std::vector<std::string> r, c;
     SamplingArgs sampling;
+    ToolArgs tool_args;
     if (!ReadStrings(env, roles, "role", &r) || !ReadStrings(env, contents, "content", &c)) return;
     if (r.size() != c.size()) {
       ThrowPocket(env, POCKET_INTERNAL, "chat: as many roles as contents expected");
       return;
     }
     if (!ReadSampling(env, floats, ints, seed, stops, &sampling)) return;
+    if (!ReadTools(env, tools, &tool_args)) return;
+    sampling.raw.tools = tool_args.raw.empty() ? nullptr : tool_args.raw.data();
+    sampling.raw.n_tools = tool_args.raw.size();
+    sampling.raw.tool_choice = tool_choice;
     std::vector<pocket_message> messages(r.size());
     for (size_t i = 0; i < r.size(); ++i) messages[i] = {r[i].c_str(), c[i].c_str()};
     Stream stream{env, call};

@@ -1,5 +1,9 @@
 package dev.pocket;
 
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
 /**
  * One generate or chat call as the JNI glue sees it: piece() receives each piece of text from the
  * native loop, finish() what pocket_generation says at the end.
@@ -19,6 +23,7 @@ final class Call {
   private double prefillSeconds;
   private double decodeSeconds;
   private String message;
+  private List<ToolCall> toolCalls;
 
   Call(TextCallback callback) {
     this.callback = callback;
@@ -42,9 +47,9 @@ final class Call {
     return goOn && !cancelled;
   }
 
-  // From the JNI glue once the C call returned.
+  // From the JNI glue once the C call returned. toolCalls: each call's name, then its arguments.
   void finish(int status, int promptTokens, int generated, int stopReason, double prefillSeconds,
-      double decodeSeconds, byte[] message) {
+      double decodeSeconds, byte[] message, byte[][] toolCalls) {
     this.finished = true;
     this.status = status;
     this.promptTokens = promptTokens;
@@ -53,6 +58,11 @@ final class Call {
     this.prefillSeconds = prefillSeconds;
     this.decodeSeconds = decodeSeconds;
     this.message = Native.string(message);
+    List<ToolCall> calls = new ArrayList<>();
+    for (int k = 0; k + 1 < toolCalls.length; k += 2) {
+      calls.add(new ToolCall(Native.string(toolCalls[k]), Native.string(toolCalls[k + 1])));
+    }
+    this.toolCalls = Collections.unmodifiableList(calls);
   }
 
   /**
@@ -63,7 +73,7 @@ final class Call {
     if (error != null) throw Call.<RuntimeException>rethrow(error);
     if (!finished) throw new PocketException(Status.INTERNAL, "the native call did not finish");
     Generation g = new Generation(text.toString(), promptTokens, generated,
-        StopReason.of(stopReason), prefillSeconds, decodeSeconds);
+        StopReason.of(stopReason), prefillSeconds, decodeSeconds, toolCalls);
     Status s = Status.of(status);
     if (s == Status.OK || s == Status.CANCELLED) return g;
     throw new PocketException(s, message, g);

@@ -2,7 +2,10 @@ package dev.pocket;
 
 import java.util.Objects;
 
-/** One chat message: a role ("system", "user" or "assistant") and its text. */
+/**
+ * One chat message: a role ("system", "user", "assistant" or, with Qwen3's template, "tool": a
+ * tool's result, the text the tool returned) and its text.
+ */
 public final class Message {
   public final String role;
   public final String content;
@@ -22,6 +25,10 @@ public final class Message {
 
   public static Message assistant(String content) {
     return new Message("assistant", content);
+  }
+
+  public static Message tool(String content) {
+    return new Message("tool", content);
   }
 
   @Override

@@ -90,6 +90,8 @@ final class Native {
   static native void generate(long session, byte[] prompt, float[] floats, int[] ints, long seed,
       byte[][] stops, Call call);
 
+  // tools: each tool's name, description and parameters, the last two null where it has none.
   static native void chat(long session, byte[][] roles, byte[][] contents, boolean thinking,
-      float[] floats, int[] ints, long seed, byte[][] stops, Call call);
+      float[] floats, int[] ints, long seed, byte[][] stops, byte[][] tools, int toolChoice,
+      Call call);
 }

@@ -1,6 +1,7 @@
 package dev.pocket;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 
 /**
@@ -86,6 +87,17 @@ public final class Session implements AutoCloseable {
    */
   public Generation chat(List<Message> messages, boolean thinking, Sampling sampling,
       TextCallback callback) {
+    return chat(messages, thinking, Collections.emptyList(), ToolChoice.AUTO, sampling, callback);
+  }
+
+  /**
+   * As chat(messages, thinking, sampling, callback), with tools the model may call (Qwen3's
+   * template; pass the same ones on every turn): the template lists them and the reply is
+   * constrained to choice. The reply's calls are in the Generation's toolCalls; each result goes
+   * back as a Message.tool. Tools on another template are Status.UNSUPPORTED.
+   */
+  public Generation chat(List<Message> messages, boolean thinking, List<Tool> tools,
+      ToolChoice choice, Sampling sampling, TextCallback callback) {
     if (messages == null || messages.isEmpty()) throw PocketException.invalid("no messages");
     byte[][] roles = new byte[messages.size()][];
     byte[][] contents = new byte[messages.size()][];
@@ -94,6 +106,20 @@ public final class Session implements AutoCloseable {
       if (m == null) throw PocketException.invalid("message " + i + " is null");
       roles[i] = Native.cString("message " + i + "'s role", m.role);
       contents[i] = Native.cString("message " + i + "'s content", m.content);
+    }
+    if (tools == null) throw PocketException.invalid("tools is null");
+    if (choice == null) throw PocketException.invalid("choice is null");
+    byte[][] toolStrings = new byte[3 * tools.size()][];
+    for (int i = 0; i < tools.size(); ++i) {
+      Tool t = tools.get(i);
+      if (t == null) throw PocketException.invalid("tool " + i + " is null");
+      toolStrings[3 * i] = Native.cString("tool " + i + "'s name", t.name);
+      if (t.description != null) {
+        toolStrings[3 * i + 1] = Native.cString("tool " + i + "'s description", t.description);
+      }
+      if (t.parameters != null) {
+        toolStrings[3 * i + 2] = Native.cString("tool " + i + "'s parameters", t.parameters);
+      }
     }
     Sampling s = sampling != null ? sampling : new Sampling();
     float[] floats = s.floats();
@@ -104,7 +130,8 @@ public final class Session implements AutoCloseable {
     try {
       begin(call);
       try {
-        Native.chat(h, roles, contents, thinking, floats, ints, s.seed, stops, call);
+        Native.chat(h, roles, contents, thinking, floats, ints, s.seed, stops, toolStrings,
+            choice.code, call);
       } finally {
         end(call);
       }

@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * the C and C++ API tests check, so the Java path is held to the reference, not to itself.
  *
  * <p>A minimal runner (no JUnit on the build machines): every public static void method named
- * test* runs; the last line printed is "N passed, M failed", and the exit status is non-zero on
+ * test* of this class and ToolCallTests runs; the last line printed is "N passed, M failed", and the exit status is non-zero on
  * any failure.
  */
 public final class PocketTests {
@@ -56,10 +56,12 @@ public final class PocketTests {
     int passed = 0;
     int failed = 0;
     List<Method> tests = new ArrayList<>();
-    for (Method m : PocketTests.class.getDeclaredMethods()) {
-      if (m.getName().startsWith("test") && Modifier.isStatic(m.getModifiers())
-          && (only.isEmpty() || only.contains(m.getName()))) {
-        tests.add(m);
+    for (Class<?> c : new Class<?>[] {PocketTests.class, ToolCallTests.class}) {
+      for (Method m : c.getDeclaredMethods()) {
+        if (m.getName().startsWith("test") && Modifier.isStatic(m.getModifiers())
+            && (only.isEmpty() || only.contains(m.getName()))) {
+          tests.add(m);
+        }
       }
     }
     tests.sort((a, b) -> a.getName().compareTo(b.getName()));
