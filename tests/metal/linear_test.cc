@@ -60,7 +60,7 @@ TEST_P(MetalWeightTest, LinearMatchesReference) {
       const Status s = Linear(&enc, Span{x_buf, x_off}, n, dw, with_bias ? bias_buf : nullptr,
                               Span{out_buf, out_off});
       ASSERT_TRUE(s.ok()) << s.ToString();
-      EXPECT_EQ(enc.dispatches(expected), before + 1) << PipelineName(expected);
+      EXPECT_EQ(enc.dispatches(expected), before + 1) << gpu::KernelName(expected);
       // The OpenCL op tests' bound: the reference sums in double, the
       // kernels 256 f32 products in another order (strided partial sums
       // and a SIMD-group sum, or 8-term matrix products), a few eps times

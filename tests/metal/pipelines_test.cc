@@ -38,14 +38,14 @@ std::set<std::string> KernelNames(const std::string& text) {
 }
 
 std::set<std::string> PipelineNames() {
-  return std::set<std::string>(kPipelineNames, kPipelineNames + kNumPipelines);
+  return std::set<std::string>(gpu::kKernelNames, gpu::kKernelNames + gpu::kNumKernels);
 }
 
 TEST(MetalPipelinesTest, OnePerKernelFunctionOfTheLibrary) {
   const std::set<std::string> kernels = KernelNames(kLibrarySource);
   EXPECT_GE(kernels.size(), 10u);  // the parse found the library's kernels
   EXPECT_EQ(PipelineNames(), kernels);
-  EXPECT_EQ(PipelineNames().size(), kNumPipelines) << "a name listed twice";
+  EXPECT_EQ(PipelineNames().size(), gpu::kNumKernels) << "a name listed twice";
 }
 
 TEST(MetalPipelinesTest, TheHarnessRunsEveryPipeline) {

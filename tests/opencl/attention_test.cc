@@ -182,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(
                           AttentionCase{4, 4, 8, 0, 6},    // prefill, plain multi-head
                           AttentionCase{6, 2, 80, 70, 5},  // > work-group positions and dims
                           AttentionCase{14, 2, 64, 3, 9},  // MNN-Pocket-0.3B's head layout
-                          // Scores beyond ops.cc's 16 MiB scratch bound:
+                          // Scores beyond gpu/ops-inl.h's 16 MiB scratch bound:
                           // queries run in batches of 2 and 1.
                           AttentionCase{16, 1, 8, 131068, 3}),
         ::testing::Values(KvType::kF16, KvType::kF32, KvType::kQ8)),

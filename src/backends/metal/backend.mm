@@ -29,7 +29,7 @@ namespace {
 // Positions the KV buffers grow by.
 constexpr size_t kKvGrowTokens = 64;
 
-// Bound on the attention scores scratch (ops.cc batches queries under it).
+// Bound on the attention scores scratch (gpu/ops-inl.h batches queries under it).
 constexpr size_t kMaxScoreBytes = size_t{16} << 20;
 
 constexpr uint32_t kKvTypes =

@@ -43,7 +43,7 @@ class Context {
   id<MTLDevice> device_ = nil;
   id<MTLCommandQueue> queue_ = nil;
   id<MTLLibrary> library_ = nil;
-  std::array<id<MTLComputePipelineState>, kNumPipelines> pipelines_;
+  std::array<id<MTLComputePipelineState>, gpu::kNumKernels> pipelines_;
   size_t simd_width_ = 32;
 };
 

@@ -36,22 +36,22 @@ StatusOr<std::unique_ptr<Context>> Context::Create() {
       return Errorf(StatusCode::kUnsupported, "the Metal compiler rejected Pocket's kernels: %s",
                     Describe(error).c_str());
     }
-    for (size_t i = 0; i < kNumPipelines; ++i) {
+    for (size_t i = 0; i < gpu::kNumKernels; ++i) {
       id<MTLFunction> fn =
-          [ctx->library_ newFunctionWithName:[NSString stringWithUTF8String:kPipelineNames[i]]];
+          [ctx->library_ newFunctionWithName:[NSString stringWithUTF8String:gpu::kKernelNames[i]]];
       if (fn == nil) {
         return Errorf(StatusCode::kInternal, "the Metal library has no kernel %s",
-                      kPipelineNames[i]);
+                      gpu::kKernelNames[i]);
       }
       ctx->pipelines_[i] = [ctx->device_ newComputePipelineStateWithFunction:fn error:&error];
       if (ctx->pipelines_[i] == nil) {
-        return Errorf(StatusCode::kUnsupported, "Metal pipeline %s: %s", kPipelineNames[i],
+        return Errorf(StatusCode::kUnsupported, "Metal pipeline %s: %s", gpu::kKernelNames[i],
                       Describe(error).c_str());
       }
       if (ctx->pipelines_[i].maxTotalThreadsPerThreadgroup < kThreadsPerGroup) {
         return Errorf(StatusCode::kUnsupported,
                       "Metal pipeline %s runs at most %zu threads per threadgroup, not %zu",
-                      kPipelineNames[i],
+                      gpu::kKernelNames[i],
                       static_cast<size_t>(ctx->pipelines_[i].maxTotalThreadsPerThreadgroup),
                       kThreadsPerGroup);
       }

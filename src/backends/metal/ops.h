@@ -1,87 +1,21 @@
-// Metal backend: the op set of docs/graph.md over shared-storage buffers,
-// with the same contracts as src/backends/cpu/ops.h (the CPU twin of every
-// function here has the same name). Each op checks its arguments, then
-// encodes one dispatch (attention: one per batch of queries); nothing runs
-// until the host commits the command buffer. Activations are f32; weights
-// are read in place from the mapped file; the KV cache is one pair of
-// buffers per layer.
+// Metal backend: the shared GPU ops (backends/gpu/ops.h) over an Encoder.
+// Each op encodes its dispatches; nothing runs until the host commits the
+// command buffer. Weights are read in place from the mapped file (a
+// DeviceWeight's offset is where the tensor starts in it); the KV cache is
+// one pair of buffers per layer.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-
+#include "backends/gpu/ops.h"
 #include "backends/metal/encoder.h"
-#include "format/dtype.h"
-#include "format/model_config.h"
-#include "graph/kv_type.h"
-#include "util/status.h"
+#include "backends/metal/launch.h"
 
 namespace pocket::metal {
 
-// f32 values starting `offset` floats into a buffer.
-struct Span {
-  const Buffer* buffer = nullptr;
-  size_t offset = 0;
-};
+using Span = gpu::Span<Buffer>;
+using DeviceWeight = gpu::DeviceWeight<Buffer>;
+using DeviceKvView = gpu::DeviceKvView<Buffer>;
 
-// A weight matrix [rows, cols] in its stored layout (format/dtype.h, row
-// major), `offset` bytes into `buffer` (the mapped file's data section).
-struct DeviceWeight {
-  const Buffer* buffer = nullptr;
-  size_t offset = 0;
-  DType dtype = DType::kF32;
-  uint32_t group = 0;
-  size_t rows = 0;
-  size_t cols = 0;
-};
-
-// One layer's KV cache: positions [0, capacity) contiguous, position p's
-// row (row_stride values, all kv heads) at element p * row_stride. q8
-// buffers hold the int8 codes of all positions, then one f16 scale per
-// (position, head of head_dim values): the OpenCL backend's layout.
-struct DeviceKvView {
-  KvType type = KvType::kF16;
-  const Buffer* k = nullptr;
-  const Buffer* v = nullptr;
-  size_t row_stride = 0;
-  size_t head_dim = 0;  // values per q8 scale
-  size_t capacity = 0;
-};
-
-// Bytes of one K (or V) buffer holding `tokens` positions, and the byte
-// offset of the q8 scales in it.
-size_t KvBufferBytes(KvType type, size_t tokens, size_t row_stride, size_t head_dim);
-size_t KvScalesOffset(KvType type, size_t tokens, size_t row_stride);
-
-// out[n, w.rows] = x[n, w.cols] W^T (+ bias[w.rows] when non-null).
-Status Linear(Encoder* enc, Span x, size_t n, const DeviceWeight& w, const Buffer* bias, Span out);
-// out[i] = row ids[i] of table, dequantized (ids are host memory).
-Status Embed(Encoder* enc, const DeviceWeight& table, const int32_t* ids, size_t n, Span out);
-// Row-wise RMSNorm of x[n, d] times w[d]; out may be x.
-Status RmsNorm(Encoder* enc, Span x, const Buffer& w, size_t n, size_t d, float eps, Span out);
-// RMSNorm of each head_dim slice of x[n, n_heads * head_dim], in place.
-Status HeadRmsNorm(Encoder* enc, Span x, const Buffer& w, size_t n, size_t n_heads, size_t head_dim,
-                   float eps);
-// Rotary embedding in place; token i is at positions[i] (host memory).
-Status Rope(Encoder* enc, Span x, size_t n, size_t n_heads, size_t head_dim,
-            const int32_t* positions, float theta, RopeStyle style);
-// out = silu(g) * u over `count` values; out may be g.
-Status Swiglu(Encoder* enc, Span g, Span u, size_t count, Span out);
-// out = a + b; out may be a.
-Status Add(Encoder* enc, Span a, Span b, size_t count, Span out);
-// Writes k[n, row_stride], v[n, row_stride] at positions [n_past, n_past + n).
-Status KvAppend(Encoder* enc, const DeviceKvView& kv, size_t n_past, Span k, Span v, size_t n);
-// Moves cache positions [src, src + count) to [dst, dst + count), dst < src,
-// for a sliding window: V rows are copied as stored; K rows are re-encoded
-// at their new positions (rotated by dst - src positions with `rope`, as
-// the CPU's KvShift rotates them). Ranges that overlap move in steps of
-// src - dst positions.
-Status KvShift(Encoder* enc, const DeviceKvView& kv, size_t dst, size_t src, size_t count,
-               const KvRope& rope);
-// Causal GQA attention: q[n, n_heads*head_dim] at positions
-// [n_past, n_past + n) over cache positions [0, n_past + n); out has q's
-// shape.
-Status Attention(Encoder* enc, Span q, size_t n, size_t n_past, const DeviceKvView& kv,
-                 size_t n_heads, size_t n_kv_heads, size_t head_dim, Span out);
+// The op functions, KvBufferBytes and KvScalesOffset, as metal::Linear etc.
+using namespace gpu;
 
 }  // namespace pocket::metal

@@ -7,11 +7,6 @@
 namespace pocket::opencl {
 namespace {
 
-// Kernel function names, in KernelId order.
-constexpr const char* kKernelNames[kNumKernels] = {
-    "embed",     "linear",       "rms_norm", "rope",        "swiglu",   "add",
-    "kv_append", "kv_append_q8", "kv_shift", "kv_shift_q8", "attention"};
-
 // 64 threads fill a SIMD group on every common GPU and leave most devices
 // room for several groups per core; the tree reductions need a power of two.
 constexpr size_t kPreferredWorkGroup = 64;
@@ -60,10 +55,11 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const ContextOptions& options
   POCKET_ASSIGN_OR_RETURN(
       ctx->program_,
       BuildProgram(ctx->context_.get(), dev, EmbeddedProgramSource(), ProgramOptions(dev, wg)));
-  for (size_t i = 0; i < kNumKernels; ++i) {
-    ctx->kernels_[i] = KernelHandle(clCreateKernel(ctx->program_.get(), kKernelNames[i], &err));
+  for (size_t i = 0; i < gpu::kNumSharedKernels; ++i) {
+    ctx->kernels_[i] =
+        KernelHandle(clCreateKernel(ctx->program_.get(), gpu::kKernelNames[i], &err));
     POCKET_RETURN_IF_ERROR(
-        ClStatus(err, StringPrintf("creating OpenCL kernel '%s'", kKernelNames[i]).c_str()));
+        ClStatus(err, StringPrintf("creating OpenCL kernel '%s'", gpu::kKernelNames[i]).c_str()));
     size_t max_wg = 0;
     POCKET_RETURN_IF_ERROR(ClStatus(
         clGetKernelWorkGroupInfo(ctx->kernels_[i].get(), dev.device, CL_KERNEL_WORK_GROUP_SIZE,
@@ -73,7 +69,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const ContextOptions& options
       return Errorf(StatusCode::kUnsupported,
                     "OpenCL device '%s' runs kernel '%s' with at most %zu threads per group, "
                     "Pocket needs %zu; use backend=cpu",
-                    dev.device_name.c_str(), kKernelNames[i], max_wg, wg);
+                    dev.device_name.c_str(), gpu::kKernelNames[i], max_wg, wg);
     }
   }
   return ctx;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "backends/gpu/kernels.h"
 #include "backends/opencl/cl.h"
 #include "backends/opencl/device_info.h"
 #include "util/status.h"
@@ -19,21 +20,6 @@ struct ContextOptions {
   int platform = -1;
   int device = -1;
 };
-
-enum class KernelId {
-  kEmbed,
-  kLinear,
-  kRmsNorm,
-  kRope,
-  kSwiglu,
-  kAdd,
-  kKvAppend,
-  kKvAppendQ8,
-  kKvShift,
-  kKvShiftQ8,
-  kAttention
-};
-constexpr size_t kNumKernels = 11;
 
 // Host-written or temporary data of the ops, one buffer each, grown on demand.
 enum class ScratchId { kIds, kRopeCos, kRopeSin, kScores };
@@ -51,7 +37,8 @@ class Context {
   const DeviceInfo& device() const { return device_; }
   // Threads per work-group of the reducing kernels (POCKET_WG).
   size_t work_group() const { return work_group_; }
-  cl_kernel kernel(KernelId id) const { return kernels_[static_cast<size_t>(id)].get(); }
+  // One of the kernels of kernels/gpu (the program has no others).
+  cl_kernel kernel(gpu::Kernel id) const { return kernels_[static_cast<size_t>(id)].get(); }
   cl_command_queue queue() const { return queue_.get(); }
 
   StatusOr<Buffer> NewBuffer(size_t bytes);
@@ -80,7 +67,7 @@ class Context {
   ContextHandle context_;
   QueueHandle queue_;
   ProgramHandle program_;
-  std::array<KernelHandle, kNumKernels> kernels_;
+  std::array<KernelHandle, gpu::kNumSharedKernels> kernels_;
   std::array<Buffer, kNumScratch> scratch_;
 };
 

@@ -11,7 +11,13 @@ void Launch::Set(size_t size, const void* value) {
   ++index_;
 }
 
-Launch& Launch::Arg(const Buffer& buffer) {
+Launch& Launch::Arg(const Buffer& buffer, size_t offset) {
+  if (offset != 0 && status_.ok()) {
+    status_ = Errorf(StatusCode::kInvalidArgument,
+                     "OpenCL kernel argument %u starts %zu bytes into its buffer; OpenCL binds "
+                     "whole buffers",
+                     index_, offset);
+  }
   const cl_mem mem = buffer.mem();
   Set(sizeof(mem), &mem);
   return *this;
@@ -53,6 +59,15 @@ Status Launch::RunGroups(size_t groups0, size_t groups1) {
   return ClStatus(clEnqueueNDRangeKernel(ctx_->queue(), kernel_, 2, nullptr, global, local, 0,
                                          nullptr, nullptr),
                   "enqueueing an OpenCL kernel");
+}
+
+StatusOr<gpu::At<Buffer>> Stage(Context* ctx, gpu::Staged id, const void* data, size_t bytes) {
+  const ScratchId scratch = id == gpu::Staged::kIds       ? ScratchId::kIds
+                            : id == gpu::Staged::kRopeCos ? ScratchId::kRopeCos
+                                                          : ScratchId::kRopeSin;
+  POCKET_ASSIGN_OR_RETURN(const Buffer* buffer, ctx->Scratch(scratch, bytes));
+  POCKET_RETURN_IF_ERROR(ctx->Write(*buffer, 0, data, bytes));
+  return gpu::At<Buffer>{buffer, 0};
 }
 
 }  // namespace pocket::opencl

@@ -42,7 +42,7 @@ class DeviceTestEncoder : public Encoder {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::array<size_t, kNumPipelines> dispatches_{};
+  std::array<size_t, gpu::kNumKernels> dispatches_{};
 };
 
 }  // namespace pocket::metal::device

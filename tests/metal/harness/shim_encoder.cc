@@ -82,7 +82,7 @@ void ShimEncoder::SetBytes(uint32_t slot, const void* data, size_t size) {
 
 Status ShimEncoder::Dispatch(size_t groups0, size_t groups1, size_t threads_per_group) {
   if (!has_pipeline_) return Errorf(StatusCode::kInternal, "dispatch without a pipeline");
-  const char* name = PipelineName(pipeline_);
+  const char* name = gpu::KernelName(pipeline_);
   const KernelFunction* fn = FindKernelFunction(name);
   if (fn == nullptr) {
     return Errorf(StatusCode::kNotFound, "the Metal library has no kernel function %s", name);

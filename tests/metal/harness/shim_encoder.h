@@ -59,7 +59,7 @@ class ShimEncoder : public Encoder {
   std::deque<std::unique_ptr<uint8_t[]>> storage_;
   std::deque<Buffer> buffers_;
   std::array<Buffer*, kNumScratch> scratch_{};
-  std::array<size_t, kNumPipelines> dispatches_{};
+  std::array<size_t, gpu::kNumKernels> dispatches_{};
 };
 
 }  // namespace pocket::metal::harness
