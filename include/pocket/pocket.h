@@ -312,12 +312,19 @@ typedef struct pocket_sampling {
   int32_t max_draft;       /* most tokens guessed per step, 1..16; 0: 8 */
   const char* lookup_text; /* also searched by prompt lookup (a document the
                               output quotes); NULL: none */
+  /* POCKET_SPECULATION_MODEL: a session on a draft model with the same
+   * tokenizer (another session than the one generating), held for the
+   * call like any session call (POCKET_BUSY to others meanwhile); it keeps
+   * its own KV cache under its own budget. */
+  pocket_session* draft_session;
 } pocket_sampling;
 #define POCKET_SPECULATION_OFF 0
 /* Prompt lookup: guesses from n-grams of the session's own tokens and of
  * lookup_text, verified only where the measured costs and acceptance
  * promise a gain. */
 #define POCKET_SPECULATION_NGRAM 1
+/* A draft model's greedy guesses (draft_session). */
+#define POCKET_SPECULATION_MODEL 2
 /* Greedy decoding with the model's default length. */
 void pocket_sampling_init(pocket_sampling* sampling);
 

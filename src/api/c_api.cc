@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -223,22 +224,57 @@ pocket::Status ToTools(const pocket_sampling* s, pocket::GenerateOptions* out) {
   return pocket::Status::Ok();
 }
 
-// pocket_sampling's speculation fields (since version 10).
+// pocket_sampling's speculation fields (since version 10). The draft
+// session is held by the caller (DraftCall).
 pocket::Status ToSpeculation(const pocket_sampling* s, pocket::GenerateOptions* out) {
-  if (!POCKET_HAS(s, lookup_text) || s->speculation == POCKET_SPECULATION_OFF) {
+  if (!POCKET_HAS(s, draft_session) || s->speculation == POCKET_SPECULATION_OFF) {
     return pocket::Status::Ok();
   }
-  if (s->speculation != POCKET_SPECULATION_NGRAM) {
+  if (s->speculation != POCKET_SPECULATION_NGRAM && s->speculation != POCKET_SPECULATION_MODEL) {
     return pocket::Errorf(pocket::StatusCode::kInvalidArgument,
-                          "pocket_sampling: speculation %d is not POCKET_SPECULATION_OFF (0) or "
-                          "POCKET_SPECULATION_NGRAM (1)",
+                          "pocket_sampling: speculation %d is not POCKET_SPECULATION_OFF (0), "
+                          "POCKET_SPECULATION_NGRAM (1) or POCKET_SPECULATION_MODEL (2)",
                           s->speculation);
   }
-  out->speculation.prompt_lookup = true;
+  if (s->speculation == POCKET_SPECULATION_MODEL) {
+    if (s->draft_session == nullptr) {
+      return pocket::Status(pocket::StatusCode::kInvalidArgument,
+                            "pocket_sampling: POCKET_SPECULATION_MODEL needs a draft_session");
+    }
+    out->speculation.draft_session = s->draft_session->session.get();
+  } else {
+    out->speculation.prompt_lookup = true;
+  }
   if (s->max_draft != 0) out->speculation.max_draft = s->max_draft;
   if (s->lookup_text != nullptr) out->speculation.lookup_text = s->lookup_text;
   return pocket::Status::Ok();
 }
+
+// Holds the draft session of `sampling` (POCKET_SPECULATION_MODEL) for a
+// generate or chat call on `session`: busy to other calls meanwhile, and
+// restored first when pocket_session_trim suspended it.
+class DraftCall {
+ public:
+  DraftCall(const pocket_session* session, const pocket_sampling* sampling, const char* function) {
+    if (sampling == nullptr || !POCKET_HAS(sampling, draft_session) ||
+        sampling->speculation != POCKET_SPECULATION_MODEL || sampling->draft_session == nullptr) {
+      return;
+    }
+    if (sampling->draft_session == session) {
+      status_ = pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                               "%s: the draft_session is the session generating", function);
+      return;
+    }
+    call_.emplace(sampling->draft_session, function);
+    status_ = call_->status();
+    if (status_.ok()) status_ = Resume(sampling->draft_session, function);
+  }
+  const pocket::Status& status() const { return status_; }
+
+ private:
+  std::optional<SessionCall> call_;
+  pocket::Status status_;
+};
 
 pocket::Status ToGenerateOptions(const pocket_sampling* s, pocket::GenerateOptions* out) {
   using pocket::StatusCode;
@@ -681,6 +717,8 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt,
   const SessionCall call(session, "pocket_generate");
   pocket::Status s = call.status();
   if (s.ok()) s = Resume(session, "pocket_generate");
+  const DraftCall draft(session, sampling, "pocket_generate");
+  if (s.ok()) s = draft.status();
   if (s.ok() && prompt == nullptr) {
     s = pocket::Status(pocket::StatusCode::kInvalidArgument, "pocket_generate: prompt is NULL");
   }
@@ -702,6 +740,8 @@ pocket_status pocket_chat(pocket_session* session, const pocket_message* message
   const SessionCall call(session, "pocket_chat");
   pocket::Status s = call.status();
   if (s.ok()) s = Resume(session, "pocket_chat");
+  const DraftCall draft(session, sampling, "pocket_chat");
+  if (s.ok()) s = draft.status();
   if (s.ok() && (messages == nullptr || n_messages == 0)) {
     s = pocket::Status(pocket::StatusCode::kInvalidArgument, "pocket_chat: no messages");
   }

@@ -1,5 +1,6 @@
 // Speculative decoding through the C API (pocket_sampling's speculation,
-// max_draft and lookup_text; pocket_generation's step counts) on a tiny
+// max_draft, lookup_text and draft_session; pocket_generation's step
+// counts) on a tiny
 // synthetic Qwen3: the text equals decoding without speculation, bad
 // values are POCKET_INVALID_ARGUMENT, and a caller built against API
 // version 9 (no such fields) generates as before.
@@ -34,11 +35,13 @@ class Speculation : public ::testing::Test {
   }
   void TearDown() override { pocket_model_free(model_); }
 
-  // Generates in a fresh session.
+  // Generates in a fresh session (or in `session` when given).
   pocket_status Generate(const pocket_sampling& sampling, std::string* text,
-                         pocket_generation* result) {
-    pocket_session* session = nullptr;
-    EXPECT_EQ(pocket_session_new(model_, nullptr, &session), POCKET_OK) << pocket_last_error();
+                         pocket_generation* result, pocket_session* given = nullptr) {
+    pocket_session* session = given;
+    if (session == nullptr) {
+      EXPECT_EQ(pocket_session_new(model_, nullptr, &session), POCKET_OK) << pocket_last_error();
+    }
     text->clear();
     const pocket_status s = pocket_generate(
         session, "a b c a b c a b", &sampling,
@@ -47,7 +50,7 @@ class Speculation : public ::testing::Test {
           return 0;
         },
         text, result);
-    pocket_session_free(session);
+    if (given == nullptr) pocket_session_free(session);
     return s;
   }
 
@@ -79,6 +82,31 @@ TEST_F(Speculation, TextEqualsPlainDecoding) {
   EXPECT_EQ(result.n_decode_steps, 39 - result.n_accepted);
 }
 
+TEST_F(Speculation, DraftModelTextEqualsPlainDecoding) {
+  pocket_sampling sampling;
+  pocket_sampling_init(&sampling);
+  sampling.max_new_tokens = 30;
+  sampling.ignore_eos = 1;
+  std::string plain, fast;
+  ASSERT_EQ(Generate(sampling, &plain, nullptr), POCKET_OK) << pocket_last_error();
+  // The model drafting for itself.
+  pocket_session* draft = nullptr;
+  ASSERT_EQ(pocket_session_new(model_, nullptr, &draft), POCKET_OK) << pocket_last_error();
+  sampling.speculation = POCKET_SPECULATION_MODEL;
+  sampling.draft_session = draft;
+  pocket_generation result;
+  pocket_generation_init(&result);
+  ASSERT_EQ(Generate(sampling, &fast, &result), POCKET_OK) << pocket_last_error();
+  EXPECT_EQ(fast, plain);
+  EXPECT_EQ(result.n_decode_steps, 29 - result.n_accepted);
+  // The draft session is free again, and cannot draft for itself.
+  EXPECT_EQ(Generate(sampling, &fast, nullptr, draft), POCKET_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pocket_last_error()).find("draft_session is the session generating"),
+            std::string::npos)
+      << pocket_last_error();
+  pocket_session_free(draft);
+}
+
 TEST_F(Speculation, BadValuesAreInvalidArguments) {
   pocket_sampling sampling;
   pocket_sampling_init(&sampling);
@@ -87,6 +115,9 @@ TEST_F(Speculation, BadValuesAreInvalidArguments) {
   sampling.speculation = 7;
   EXPECT_EQ(Generate(sampling, &text, nullptr), POCKET_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pocket_last_error()).find("speculation 7"), std::string::npos);
+  sampling.speculation = POCKET_SPECULATION_MODEL;
+  EXPECT_EQ(Generate(sampling, &text, nullptr), POCKET_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pocket_last_error()).find("needs a draft_session"), std::string::npos);
   sampling.speculation = POCKET_SPECULATION_NGRAM;
   sampling.max_draft = 17;
   EXPECT_EQ(Generate(sampling, &text, nullptr), POCKET_INVALID_ARGUMENT);
