@@ -258,6 +258,9 @@ Status SpeculativeDecoder::Feed(const std::vector<int32_t>& sequence, std::vecto
     return SingleStep(token, logits);
   }
   single_run_ = 0;
+  // The guesses fed from this step's rows skip ScoreShadow: a shadow draft
+  // still open is dropped rather than scored against the wrong tokens.
+  shadow_.clear();
 
   const auto t0 = std::chrono::steady_clock::now();
   if (!session_->Eval(batch, LogitsMode::kAll, &rows_).ok()) {
