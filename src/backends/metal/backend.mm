@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/gpu/step.h"
 #include "backends/metal/command_encoder.h"
 #include "backends/metal/context.h"
 #include "backends/metal/kv_cache.h"
@@ -54,11 +55,7 @@ class MetalBackend final : public Backend {
   int threads() const override { return 1; }
   std::unique_ptr<BackendSession> NewSession(const BackendSessionOptions& options) const override;
 
-  struct StepWeights {
-    DeviceWeight weight;
-    const Buffer* norm = nullptr;
-    const Buffer* bias = nullptr;
-  };
+  using StepWeights = gpu::StepWeights<Buffer>;
   const StepWeights& step(size_t i) const { return steps_[i]; }
   const Plan& plan() const { return *plan_; }
   const Context* context() const { return ctx_.get(); }
@@ -259,8 +256,6 @@ class MetalSession final : public BackendSession {
     return std::max(2 * bytes, kMinUploadBytes);
   }
   Status EnsureRows(size_t n, BackendOutput output);
-  Status RunStep(CommandEncoder* enc, const WalkStep& w, size_t n, size_t n_past,
-                 const int32_t* tokens);
 
   const Plan& plan_;
   const MetalBackend* backend_;
@@ -314,8 +309,9 @@ Status MetalSession::Run(const int32_t* tokens, size_t n, size_t n_past, Backend
     positions_.resize(n);
     for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
     CommandEncoder enc(backend_->context(), &scratch_);
+    const gpu::RunTokens run{tokens, positions_.data(), n, n_past};
     POCKET_RETURN_IF_ERROR(WalkPlan(plan_, n, output, WalkOptions(), [&](const WalkStep& w) {
-      return RunStep(&enc, w, n, n_past, tokens);
+      return gpu::RunStep(&enc, w, backend_->step(w.index), {&slots_, &temp_}, kv_, run);
     }));
     POCKET_RETURN_IF_ERROR(enc.Commit());
   }
@@ -342,62 +338,6 @@ Status MetalSession::Drop(size_t begin, size_t count, size_t n_tokens) {
     }
     return enc.Commit();
   }
-}
-
-Status MetalSession::RunStep(CommandEncoder* enc, const WalkStep& w, size_t n, size_t n_past,
-                             const int32_t* tokens) {
-  const PlanStep& s = *w.step;
-  const MetalBackend::StepWeights& weights = backend_->step(w.index);
-  const size_t rows = w.rows;
-  auto value = [&](int k, size_t width) { return Span{&slots_[s.in[k]], w.in_row[k] * width}; };
-  const Span dst{&slots_[s.out], w.out_row[0] * s.width};
-  const Span out = w.via_temp ? Span{&temp_, 0} : dst;
-  const size_t bytes = rows * s.width * sizeof(float);
-  auto copy = [&](Span from, Span to) {
-    return enc->Copy(*from.buffer, from.offset * sizeof(float), *to.buffer,
-                     to.offset * sizeof(float), bytes);
-  };
-  if (w.copy_input) POCKET_RETURN_IF_ERROR(copy(value(0, s.in_width), dst));
-
-  switch (s.op) {
-    case OpKind::kEmbed:
-      POCKET_RETURN_IF_ERROR(Embed(enc, weights.weight, tokens + w.r0, rows, out));
-      break;
-    case OpKind::kRmsNorm:
-      POCKET_RETURN_IF_ERROR(
-          RmsNorm(enc, value(0, s.in_width), *weights.norm, rows, s.in_width, s.eps, out));
-      break;
-    case OpKind::kHeadRmsNorm:
-      POCKET_RETURN_IF_ERROR(
-          HeadRmsNorm(enc, dst, *weights.norm, rows, s.width / s.head_dim, s.head_dim, s.eps));
-      break;
-    case OpKind::kRope:
-      POCKET_RETURN_IF_ERROR(Rope(enc, dst, rows, s.width / s.head_dim, s.head_dim,
-                                  positions_.data() + w.r0, s.theta, s.style));
-      break;
-    case OpKind::kLinear:
-      POCKET_RETURN_IF_ERROR(
-          Linear(enc, value(0, s.in_width), rows, weights.weight, weights.bias, out));
-      break;
-    case OpKind::kAttention: {
-      const size_t kv_width = s.n_kv_heads * s.head_dim;
-      const DeviceKvView view = kv_.View(s.layer);
-      POCKET_RETURN_IF_ERROR(
-          KvAppend(enc, view, n_past, value(1, kv_width), value(2, kv_width), n));
-      POCKET_RETURN_IF_ERROR(Attention(enc, value(0, s.in_width), n, n_past, view, s.n_heads,
-                                       s.n_kv_heads, s.head_dim, out));
-      break;
-    }
-    case OpKind::kSwiglu:
-      POCKET_RETURN_IF_ERROR(
-          Swiglu(enc, value(0, s.in_width), value(1, s.in_width), rows * s.width, out));
-      break;
-    case OpKind::kAdd:
-      POCKET_RETURN_IF_ERROR(
-          Add(enc, value(0, s.in_width), value(1, s.in_width), rows * s.width, out));
-      break;
-  }
-  return w.via_temp ? copy(Span{&temp_, 0}, dst) : Status::Ok();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/gpu/step.h"
 #include "backends/opencl/context.h"
 #include "backends/opencl/device_info.h"
 #include "backends/opencl/kv_cache.h"
@@ -48,12 +49,7 @@ class OpenClBackend final : public Backend {
   int threads() const override { return 1; }
   std::unique_ptr<BackendSession> NewSession(const BackendSessionOptions& options) const override;
 
-  // Device copies of a plan step's weights (unused ones are null).
-  struct StepWeights {
-    DeviceWeight weight;
-    const Buffer* norm = nullptr;
-    const Buffer* bias = nullptr;
-  };
+  using StepWeights = gpu::StepWeights<Buffer>;
   const StepWeights& step(size_t i) const { return steps_[i]; }
   const Plan& plan() const { return *plan_; }
   // The context runs one session's ops at a time (kernel arguments are
@@ -171,7 +167,6 @@ class OpenClSession final : public BackendSession {
                   KvTypeName(type_));
   }
   Status EnsureRows(size_t n, BackendOutput output);
-  Status RunStep(const WalkStep& w, size_t n, size_t n_past, const int32_t* tokens);
 
   const Plan& plan_;
   const OpenClBackend* device_;
@@ -214,73 +209,18 @@ Status OpenClSession::Run(const int32_t* tokens, size_t n, size_t n_past, Backen
   POCKET_RETURN_IF_ERROR(kv_.Reserve(n_past + n));
   positions_.resize(n);
   for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(n_past + i);
+  Context* ctx = device_->context();
+  const gpu::RunTokens run{tokens, positions_.data(), n, n_past};
   POCKET_RETURN_IF_ERROR(WalkPlan(plan_, n, output, WalkOptions(), [&](const WalkStep& w) {
-    return RunStep(w, n, n_past, tokens);
+    return gpu::RunStep(ctx, w, device_->step(w.index), {&slots_, &temp_}, kv_, run);
   }));
 
   // The blocking read waits for every op enqueued above.
-  Context* ctx = device_->context();
   if (output == BackendOutput::kNone) return ctx->Finish();
   const size_t row_bytes = plan_.vocab * sizeof(float);
   const size_t rows = output == BackendOutput::kAllRows ? n : 1;
   return ctx->Read(slots_[plan_.logits_slot], LogitsRow(plan_, n, output) * row_bytes, logits,
                    rows * row_bytes);
-}
-
-Status OpenClSession::RunStep(const WalkStep& w, size_t n, size_t n_past, const int32_t* tokens) {
-  Context* ctx = device_->context();
-  const PlanStep& s = *w.step;
-  const OpenClBackend::StepWeights& weights = device_->step(w.index);
-  const size_t rows = w.rows;
-  auto value = [&](int k, size_t width) { return Span{&slots_[s.in[k]], w.in_row[k] * width}; };
-  const Span dst{&slots_[s.out], w.out_row[0] * s.width};
-  const Span out = w.via_temp ? Span{&temp_, 0} : dst;
-  const size_t bytes = rows * s.width * sizeof(float);
-  auto copy = [&](Span from, Span to) {
-    return ctx->Copy(*from.buffer, from.offset * sizeof(float), *to.buffer,
-                     to.offset * sizeof(float), bytes);
-  };
-  if (w.copy_input) POCKET_RETURN_IF_ERROR(copy(value(0, s.in_width), dst));
-
-  switch (s.op) {
-    case OpKind::kEmbed:
-      POCKET_RETURN_IF_ERROR(Embed(ctx, weights.weight, tokens + w.r0, rows, out));
-      break;
-    case OpKind::kRmsNorm:
-      POCKET_RETURN_IF_ERROR(
-          RmsNorm(ctx, value(0, s.in_width), *weights.norm, rows, s.in_width, s.eps, out));
-      break;
-    case OpKind::kHeadRmsNorm:
-      POCKET_RETURN_IF_ERROR(
-          HeadRmsNorm(ctx, dst, *weights.norm, rows, s.width / s.head_dim, s.head_dim, s.eps));
-      break;
-    case OpKind::kRope:
-      POCKET_RETURN_IF_ERROR(Rope(ctx, dst, rows, s.width / s.head_dim, s.head_dim,
-                                  positions_.data() + w.r0, s.theta, s.style));
-      break;
-    case OpKind::kLinear:
-      POCKET_RETURN_IF_ERROR(
-          Linear(ctx, value(0, s.in_width), rows, weights.weight, weights.bias, out));
-      break;
-    case OpKind::kAttention: {
-      const size_t kv_width = s.n_kv_heads * s.head_dim;
-      const DeviceKvView view = kv_.View(s.layer);
-      POCKET_RETURN_IF_ERROR(
-          KvAppend(ctx, view, n_past, value(1, kv_width), value(2, kv_width), n));
-      POCKET_RETURN_IF_ERROR(Attention(ctx, value(0, s.in_width), n, n_past, view, s.n_heads,
-                                       s.n_kv_heads, s.head_dim, out));
-      break;
-    }
-    case OpKind::kSwiglu:
-      POCKET_RETURN_IF_ERROR(
-          Swiglu(ctx, value(0, s.in_width), value(1, s.in_width), rows * s.width, out));
-      break;
-    case OpKind::kAdd:
-      POCKET_RETURN_IF_ERROR(
-          Add(ctx, value(0, s.in_width), value(1, s.in_width), rows * s.width, out));
-      break;
-  }
-  return w.via_temp ? copy(Span{&temp_, 0}, dst) : Status::Ok();
 }
 
 }  // namespace
