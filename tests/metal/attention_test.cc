@@ -2,76 +2,28 @@
 // shim against the CPU scalar reference with the OpenCL op tests'
 // tolerances: decode and prefill, with and without earlier positions, GQA
 // and plain multi-head; the cache bytes compared with the reference's rows.
-#include <cstdlib>
-#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "backends/kv_pages.h"
 #include "backends/reference/ops.h"
+#include "gpu/gpu_test_util.h"
 #include "metal/metal_test_util.h"
 
 namespace pocket::metal {
 namespace {
 
-using testing::ExpectClose;
+using gpu::testing::AttentionCase;
+using gpu::testing::AttentionParam;
+using gpu::testing::AttentionParamName;
+using gpu::testing::ExpectClose;
+using gpu::testing::ExpectStoredRows;
+using gpu::testing::HostKv;
 using testing::RandomFloats;
 using testing::TestEncoder;
 
-struct AttentionCase {
-  size_t n_heads, n_kv_heads, head_dim;
-  size_t n_past, n;
-};
-
-void PrintTo(const AttentionCase& c, std::ostream* os) {
-  *os << c.n_heads << " heads, " << c.n_kv_heads << " kv heads of " << c.head_dim << ", n_past "
-      << c.n_past << ", n " << c.n;
-}
-
-// The reference's cache: host pages of kPageTokens tokens.
-class HostKv {
- public:
-  static constexpr size_t kPageTokens = 16;
-  HostKv(KvType type, size_t row, size_t head_dim, size_t tokens) {
-    const size_t pages = (tokens + kPageTokens - 1) / kPageTokens;
-    storage_.assign(2 * pages, std::vector<uint8_t>(kPageTokens * KvRowBytes(type, row, head_dim)));
-    for (size_t p = 0; p < pages; ++p) {
-      k_.push_back(storage_[2 * p].data());
-      v_.push_back(storage_[2 * p + 1].data());
-    }
-    view_.type = type;
-    view_.k_pages = k_.data();
-    view_.v_pages = v_.data();
-    view_.page_tokens = kPageTokens;
-    view_.row_stride = row;
-    view_.head_dim = head_dim;
-  }
-  const KvView& view() const { return view_; }
-
- private:
-  std::vector<std::vector<uint8_t>> storage_;
-  std::vector<void*> k_, v_;
-  KvView view_;
-};
-
-// Row t of a device K or V buffer in KvReadRow's form: its stored values,
-// then (q8) its scales.
-std::vector<uint8_t> DeviceRow(const DeviceKvView& kv, const Buffer& buffer, size_t t) {
-  const size_t row_bytes = KvRowBytes(kv.type, kv.row_stride, kv.head_dim);
-  const size_t values = kv.type == KvType::kQ8 ? kv.row_stride : row_bytes;
-  const size_t scales = row_bytes - values;
-  const uint8_t* base = buffer.contents;
-  std::vector<uint8_t> row(base + t * values, base + (t + 1) * values);
-  const uint8_t* s = base + KvScalesOffset(kv.type, kv.capacity, kv.row_stride) + t * scales;
-  row.insert(row.end(), s, s + scales);
-  return row;
-}
-
-using Param = std::tuple<AttentionCase, KvType>;
-
-class MetalAttentionTest : public ::testing::TestWithParam<Param> {};
+class MetalAttentionTest : public ::testing::TestWithParam<AttentionParam> {};
 
 TEST_P(MetalAttentionTest, MatchesReference) {
   TestEncoder enc;
@@ -126,37 +78,7 @@ TEST_P(MetalAttentionTest, MatchesReference) {
   ExpectClose(TestEncoder::Floats(*out_buf, 0, want.size()), want, rotated_q8 ? 2e-3f : 2e-6f,
               1e-5f);
 
-  // The cache holds what the reference stored: the same bytes, but for
-  // rotated q8 rows a code may be one step off and its scale one f16 ulp.
-  const size_t row_bytes = KvRowBytes(type, row, c.head_dim);
-  const size_t codes = type == KvType::kQ8 ? row : row_bytes;
-  std::vector<uint8_t> host_row(row_bytes);
-  for (size_t t = 0; t < total; ++t) {
-    for (bool keys : {true, false}) {
-      const std::vector<uint8_t> got = DeviceRow(kv, keys ? *kv.k : *kv.v, t);
-      reference::KvReadRow(host.view(), keys ? host.view().k_pages : host.view().v_pages, t,
-                           host_row.data());
-      if (!rotated_q8) {
-        ASSERT_EQ(got, host_row) << (keys ? "K" : "V") << " row " << t;
-        continue;
-      }
-      for (size_t i = 0; i < codes; ++i) {
-        ASSERT_LE(std::abs(static_cast<int8_t>(got[i]) - static_cast<int8_t>(host_row[i])), 1)
-            << (keys ? "K" : "V") << " row " << t << " code " << i;
-      }
-      for (size_t i = codes; i < row_bytes; i += 2) {
-        const int g = got[i] | got[i + 1] << 8, h = host_row[i] | host_row[i + 1] << 8;
-        ASSERT_LE(std::abs(g - h), 1) << (keys ? "K" : "V") << " row " << t << " scale " << i;
-      }
-    }
-  }
-}
-
-std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  const AttentionCase& c = std::get<0>(info.param);
-  return "h" + std::to_string(c.n_heads) + "kv" + std::to_string(c.n_kv_heads) + "d" +
-         std::to_string(c.head_dim) + "_past" + std::to_string(c.n_past) + "_n" +
-         std::to_string(c.n) + "_" + KvTypeName(std::get<1>(info.param));
+  ExpectStoredRows(host.view(), kv, kv.k->contents, kv.v->contents, total, rotated_q8);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -168,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
                           AttentionCase{2, 1, 80, 70, 2},  // > threadgroup positions and dims
                           AttentionCase{4, 2, 64, 3, 3}),  // power-of-two heads (rotated q8)
         ::testing::Values(KvType::kF16, KvType::kF32, KvType::kQ8)),
-    ParamName);
+    AttentionParamName);
 
 TEST(MetalAttentionErrors, RejectsPositionsBeyondTheCache) {
   TestEncoder enc;

@@ -11,7 +11,7 @@
 namespace pocket::metal {
 namespace {
 
-using testing::ExpectClose;
+using gpu::testing::ExpectClose;
 using testing::RandomFloats;
 using testing::TestEncoder;
 

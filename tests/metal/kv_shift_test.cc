@@ -3,8 +3,6 @@
 // f32, f16 and q8 caches, rope heads in the Hadamard basis (q8, head_dim 8)
 // and not (head_dim 12, interleaved), K rows without rope, ranges that fit
 // the gap and ranges that move in steps.
-#include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -12,12 +10,13 @@
 
 #include "backends/kv_pages.h"
 #include "backends/reference/ops.h"
+#include "gpu/gpu_test_util.h"
 #include "metal/metal_test_util.h"
-#include "util/fp16.h"
 
 namespace pocket::metal {
 namespace {
 
+using gpu::testing::ExpectReencodedRowClose;
 using testing::RandomFloats;
 using testing::TestEncoder;
 
@@ -26,42 +25,6 @@ struct ShiftCase {
   KvRope rope;
   size_t dst, src, count;
 };
-
-uint16_t U16(const std::vector<uint8_t>& b, size_t at) {
-  uint16_t h;
-  std::memcpy(&h, b.data() + at, 2);
-  return h;
-}
-
-// A K row both sides rotated and stored again, within the OpenCL tests'
-// bounds: f32 values within two ulp of values below 4 (one rounding more or
-// less of a*c - b*s), f16 values within one step; q8 scales within one f16
-// step and decoded values within half a step of each side's exact value
-// (rows in the Hadamard basis leave and re-enter it by butterflies here and
-// by a matrix product in the reference).
-void ExpectReencodedRowClose(KvType type, size_t row, size_t head_dim,
-                             const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
-  for (size_t j = 0; type != KvType::kQ8 && j < row; ++j) {
-    if (type == KvType::kF32) {
-      float g, w;
-      std::memcpy(&g, got.data() + 4 * j, 4);
-      std::memcpy(&w, want.data() + 4 * j, 4);
-      ASSERT_LE(std::fabs(g - w), 5e-7f) << "value " << j;
-    } else {
-      ASSERT_LE(std::abs(U16(got, 2 * j) - U16(want, 2 * j)), 1) << "value " << j;
-    }
-  }
-  for (size_t h = 0; type == KvType::kQ8 && h < row / head_dim; ++h) {
-    const uint16_t gs = U16(got, row + 2 * h), ws = U16(want, row + 2 * h);
-    ASSERT_LE(std::abs(gs - ws), 1) << "head " << h;
-    const float tol = 0.5f * (F16ToF32(gs) + F16ToF32(ws)) * 1.001f;
-    for (size_t j = h * head_dim; j < (h + 1) * head_dim; ++j) {
-      const float g = F16ToF32(gs) * static_cast<float>(static_cast<int8_t>(got[j]));
-      const float w = F16ToF32(ws) * static_cast<float>(static_cast<int8_t>(want[j]));
-      ASSERT_LE(std::fabs(g - w), tol) << "value " << j;
-    }
-  }
-}
 
 using Param = std::tuple<ShiftCase, KvType>;
 

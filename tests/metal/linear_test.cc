@@ -8,26 +8,19 @@
 #include <vector>
 
 #include "backends/reference/ops.h"
+#include "gpu/gpu_test_util.h"
 #include "metal/metal_test_util.h"
 
 namespace pocket::metal {
 namespace {
 
-using testing::ExpectClose;
+using gpu::testing::CaseName;
+using gpu::testing::ExpectClose;
+using gpu::testing::WeightCase;
 using testing::PlaceWeight;
 using testing::RandomFloats;
 using testing::RandomWeight;
 using testing::TestEncoder;
-
-struct WeightCase {
-  DType dtype;
-  uint32_t group;
-};
-
-std::string CaseName(const ::testing::TestParamInfo<WeightCase>& info) {
-  return std::string(DTypeName(info.param.dtype)) +
-         (info.param.group != 0 ? "_g" + std::to_string(info.param.group) : "");
-}
 
 // Where the tests place weights: past the first 16 KiB page of a buffer.
 constexpr size_t kWeightOffset = 16384;

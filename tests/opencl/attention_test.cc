@@ -2,8 +2,6 @@
 // and prefill, with and without earlier positions in the cache, GQA and
 // plain multi-head, f16, f32 and q8 caches. The device cache (kv_cache.h) is
 // grown across calls, as a session grows it.
-#include <cstdlib>
-#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -11,75 +9,24 @@
 
 #include "backends/opencl/kv_cache.h"
 #include "backends/reference/ops.h"
+#include "gpu/gpu_test_util.h"
 #include "opencl/opencl_test_util.h"
 
 namespace pocket::opencl {
 namespace {
 
+using gpu::testing::AttentionCase;
+using gpu::testing::AttentionParam;
+using gpu::testing::AttentionParamName;
+using gpu::testing::ExpectClose;
+using gpu::testing::ExpectStoredRows;
+using gpu::testing::HostKv;
 using testing::DownloadFloats;
-using testing::ExpectClose;
 using testing::RandomFloats;
 using testing::TestContext;
 using testing::UploadFloats;
 
-struct AttentionCase {
-  size_t n_heads, n_kv_heads, head_dim;
-  size_t n_past, n;
-};
-
-void PrintTo(const AttentionCase& c, std::ostream* os) {
-  *os << c.n_heads << " heads, " << c.n_kv_heads << " kv heads of " << c.head_dim << ", n_past "
-      << c.n_past << ", n " << c.n;
-}
-
-// The reference's cache: host pages of kPageTokens tokens.
-class HostKv {
- public:
-  static constexpr size_t kPageTokens = 16;
-  HostKv(KvType type, size_t row, size_t head_dim, size_t tokens) {
-    const size_t pages = (tokens + kPageTokens - 1) / kPageTokens;
-    storage_.assign(2 * pages, std::vector<uint8_t>(kPageTokens * KvRowBytes(type, row, head_dim)));
-    for (size_t p = 0; p < pages; ++p) {
-      k_.push_back(storage_[2 * p].data());
-      v_.push_back(storage_[2 * p + 1].data());
-    }
-    view_.type = type;
-    view_.k_pages = k_.data();
-    view_.v_pages = v_.data();
-    view_.page_tokens = kPageTokens;
-    view_.row_stride = row;
-    view_.head_dim = head_dim;
-  }
-  const cpu::KvView& view() const { return view_; }
-
- private:
-  std::vector<std::vector<uint8_t>> storage_;
-  std::vector<void*> k_, v_;
-  cpu::KvView view_;
-};
-
-// A device K or V buffer's rows in cpu::KvReadRow's form: each row's
-// stored values, then (q8) its scales.
-std::vector<std::vector<uint8_t>> DeviceRows(Context* ctx, const DeviceKvView& kv,
-                                             const Buffer& buffer, size_t tokens) {
-  std::vector<uint8_t> all(buffer.bytes());
-  EXPECT_TRUE(ctx->Read(buffer, 0, all.data(), all.size()).ok());
-  const size_t row_bytes = KvRowBytes(kv.type, kv.row_stride, kv.head_dim);
-  const size_t values = kv.type == KvType::kQ8 ? kv.row_stride : row_bytes;
-  const size_t scales_off = KvScalesOffset(kv.type, kv.capacity, kv.row_stride);
-  std::vector<std::vector<uint8_t>> rows(tokens);
-  for (size_t t = 0; t < tokens; ++t) {
-    rows[t].assign(all.begin() + t * values, all.begin() + (t + 1) * values);
-    const size_t scales = row_bytes - values;
-    rows[t].insert(rows[t].end(), all.begin() + scales_off + t * scales,
-                   all.begin() + scales_off + (t + 1) * scales);
-  }
-  return rows;
-}
-
-using Param = std::tuple<AttentionCase, KvType>;
-
-class AttentionTest : public ::testing::TestWithParam<Param> {};
+class AttentionTest : public ::testing::TestWithParam<AttentionParam> {};
 
 TEST_P(AttentionTest, MatchesReference) {
   Context* ctx = TestContext();
@@ -133,45 +80,10 @@ TEST_P(AttentionTest, MatchesReference) {
   ExpectClose(DownloadFloats(ctx, out_buf, 0, want.size()), want, rotated_q8 ? 2e-3f : 2e-6f,
               1e-5f);
 
-  // The cache holds exactly what the reference stored (f16 and q8 scales:
-  // the same round-to-nearest-even conversion; q8 codes: the same rounding),
-  // but for rotated q8 rows a code may be one step off (see above) and its
-  // scale, from max|y|, one f16 ulp.
-  const size_t row_bytes = KvRowBytes(type, row, c.head_dim);
-  const size_t codes = type == KvType::kQ8 ? row : row_bytes;
-  std::vector<uint8_t> host_row(row_bytes);
-  const auto device_k = DeviceRows(ctx, cache.View(1), *cache.View(1).k, total);
-  const auto device_v = DeviceRows(ctx, cache.View(1), *cache.View(1).v, total);
-  for (size_t t = 0; t < total; ++t) {
-    for (bool keys : {true, false}) {
-      const std::vector<uint8_t>& got = keys ? device_k[t] : device_v[t];
-      cpu::KvReadRow(host.view(), keys ? host.view().k_pages : host.view().v_pages, t,
-                     host_row.data());
-      if (!rotated_q8) {
-        ASSERT_EQ(got, host_row) << (keys ? "K" : "V") << " row " << t;
-        continue;
-      }
-      for (size_t i = 0; i < codes; ++i) {
-        ASSERT_LE(std::abs(static_cast<int8_t>(got[i]) - static_cast<int8_t>(host_row[i])), 1)
-            << (keys ? "K" : "V") << " row " << t << " code " << i;
-      }
-      for (size_t i = codes; i < row_bytes; i += 2) {
-        const int g = got[i] | got[i + 1] << 8, h = host_row[i] | host_row[i + 1] << 8;
-        ASSERT_LE(std::abs(g - h), 1) << (keys ? "K" : "V") << " row " << t << " scale " << i;
-      }
-    }
-  }
-}
-
-const char* KvName(KvType t) {
-  return t == KvType::kF32 ? "f32" : t == KvType::kF16 ? "f16" : "q8";
-}
-
-std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  const AttentionCase& c = std::get<0>(info.param);
-  return "h" + std::to_string(c.n_heads) + "kv" + std::to_string(c.n_kv_heads) + "d" +
-         std::to_string(c.head_dim) + "_past" + std::to_string(c.n_past) + "_n" +
-         std::to_string(c.n) + "_" + KvName(std::get<1>(info.param));
+  std::vector<uint8_t> k_bytes(cache.View(1).k->bytes()), v_bytes(cache.View(1).v->bytes());
+  ASSERT_TRUE(ctx->Read(*cache.View(1).k, 0, k_bytes.data(), k_bytes.size()).ok());
+  ASSERT_TRUE(ctx->Read(*cache.View(1).v, 0, v_bytes.data(), v_bytes.size()).ok());
+  ExpectStoredRows(host.view(), cache.View(1), k_bytes.data(), v_bytes.data(), total, rotated_q8);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -186,7 +98,7 @@ INSTANTIATE_TEST_SUITE_P(
                           // queries run in batches of 2 and 1.
                           AttentionCase{16, 1, 8, 131068, 3}),
         ::testing::Values(KvType::kF16, KvType::kF32, KvType::kQ8)),
-    ParamName);
+    AttentionParamName);
 
 TEST(AttentionErrors, RejectsPositionsBeyondTheCache) {
   Context* ctx = TestContext();

@@ -10,8 +10,8 @@
 namespace pocket::opencl {
 namespace {
 
+using gpu::testing::ExpectClose;
 using testing::DownloadFloats;
-using testing::ExpectClose;
 using testing::RandomFloats;
 using testing::TestContext;
 using testing::UploadFloats;

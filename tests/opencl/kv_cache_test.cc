@@ -13,6 +13,7 @@
 #include "backends/cpu/kv_cache.h"
 #include "backends/cpu/ops.h"
 #include "backends/opencl/kv_cache.h"
+#include "gpu/gpu_test_util.h"
 #include "opencl/opencl_test_util.h"
 #include "util/fp16.h"
 
@@ -20,6 +21,7 @@ namespace pocket::opencl {
 namespace {
 
 using cpu::KvCache;
+using gpu::testing::ExpectReencodedRowClose;
 using testing::RandomFloats;
 using testing::TestContext;
 
@@ -68,42 +70,6 @@ void CopyToDevice(const std::vector<uint8_t>& bytes, size_t n, DeviceKvCache* de
   ASSERT_TRUE(device->Reserve(n).ok());
   s = device->Read(n, bytes.data());
   ASSERT_TRUE(s.ok()) << s.ToString();
-}
-
-// A K row both backends rotated and stored again: f32 values within two
-// ulp of values below 4 (one rounding more or less of a*c - b*s); f16
-// values within one f16 step (the ulp may carry across a rounding
-// boundary); q8 heads with scales within one f16 step and every decoded
-// value within half a step of each side's exact value. q8 rows in the
-// Hadamard basis leave and re-enter it by butterflies on the device and by
-// the CPU's vector Hadamard, whose sums round differently too.
-void ExpectReencodedRowClose(KvType type, size_t row_elems, size_t head_dim,
-                             const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
-  const auto u16 = [](const std::vector<uint8_t>& b, size_t at) {
-    uint16_t h;
-    std::memcpy(&h, b.data() + at, 2);
-    return h;
-  };
-  for (size_t j = 0; type != KvType::kQ8 && j < row_elems; ++j) {
-    if (type == KvType::kF32) {
-      float g, w;
-      std::memcpy(&g, got.data() + 4 * j, 4);
-      std::memcpy(&w, want.data() + 4 * j, 4);
-      ASSERT_LE(std::fabs(g - w), 5e-7f) << "value " << j;
-    } else {
-      ASSERT_LE(std::abs(u16(got, 2 * j) - u16(want, 2 * j)), 1) << "value " << j;
-    }
-  }
-  for (size_t h = 0; type == KvType::kQ8 && h < row_elems / head_dim; ++h) {
-    const uint16_t gs = u16(got, row_elems + 2 * h), ws = u16(want, row_elems + 2 * h);
-    ASSERT_LE(std::abs(gs - ws), 1) << "head " << h;
-    const float tol = 0.5f * (F16ToF32(gs) + F16ToF32(ws)) * 1.001f;
-    for (size_t j = h * head_dim; j < (h + 1) * head_dim; ++j) {
-      const float g = F16ToF32(gs) * static_cast<float>(static_cast<int8_t>(got[j]));
-      const float w = F16ToF32(ws) * static_cast<float>(static_cast<int8_t>(want[j]));
-      ASSERT_LE(std::fabs(g - w), tol) << "value " << j;
-    }
-  }
 }
 
 struct DropCase {

@@ -8,28 +8,21 @@
 
 #include "backends/opencl/weights.h"
 #include "backends/reference/ops.h"
+#include "gpu/gpu_test_util.h"
 #include "opencl/opencl_test_util.h"
 
 namespace pocket::opencl {
 namespace {
 
+using gpu::testing::CaseName;
+using gpu::testing::ExpectClose;
+using gpu::testing::WeightCase;
 using testing::DownloadFloats;
-using testing::ExpectClose;
 using testing::RandomFloats;
 using testing::RandomWeight;
 using testing::TestContext;
 using testing::UploadFloats;
 using testing::UploadWeight;
-
-struct WeightCase {
-  DType dtype;
-  uint32_t group;
-};
-
-std::string CaseName(const ::testing::TestParamInfo<WeightCase>& info) {
-  return std::string(DTypeName(info.param.dtype)) +
-         (info.param.group != 0 ? "_g" + std::to_string(info.param.group) : "");
-}
 
 class WeightTest : public ::testing::TestWithParam<WeightCase> {};
 

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -14,12 +13,14 @@
 #include "backends/opencl/context.h"
 #include "backends/opencl/ops.h"
 #include "backends/ops_test_util.h"
+#include "gpu/gpu_test_util.h"
 
 namespace pocket::opencl::testing {
 
 using cpu::testing::RandomFloats;
 using cpu::testing::RandomWeight;
 using cpu::testing::TestWeight;
+using gpu::testing::ExpectClose;
 
 // The test machine must have an OpenCL device (PoCL at least): a missing
 // one fails the tests rather than skipping them.
@@ -55,28 +56,7 @@ inline std::vector<float> DownloadFloats(Context* ctx, const Buffer& b, size_t o
 
 inline DeviceWeight UploadWeight(Context* ctx, const TestWeight& w, Buffer* storage) {
   *storage = Upload(ctx, w.bytes.data(), w.bytes.size());
-  DeviceWeight d;
-  d.buffer = storage;
-  d.dtype = w.view.dtype;
-  d.group = w.view.group;
-  d.rows = w.view.rows;
-  d.cols = w.view.cols;
-  return d;
-}
-
-// |got - want| <= abs_tol + rel_tol * |want| for every element.
-inline void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
-                        float abs_tol, float rel_tol) {
-  ASSERT_EQ(got.size(), want.size());
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const float tol = abs_tol + rel_tol * std::fabs(want[i]);
-    if (!(std::fabs(got[i] - want[i]) <= tol) && bad++ < 5) {
-      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i]
-                    << " (tolerance " << tol << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0u) << "elements outside the tolerance";
+  return gpu::testing::WeightAt(w, storage, 0);
 }
 
 }  // namespace pocket::opencl::testing
