@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/generate.h"
+#include "gpu/model_test_util.h"
 #include "runtime/session.h"
 #include "tests/runtime/stories_fixture.h"
 
@@ -19,34 +19,9 @@ namespace pocket {
 namespace {
 
 using testing_stories::GoldenRun;
-using testing_stories::GreedyFor;
+using gpu::testing::GoldenGreedyIds;
 
-const Model* OpenClStoriesModel() {
-  static std::unique_ptr<Model> model = [] {
-    ModelOptions options;
-    options.backend = "opencl";
-    auto m = Model::Load(testing_stories::StoriesPath(), options);
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    return m.ok() ? std::move(m).value() : nullptr;
-  }();
-  return model.get();
-}
-
-std::vector<int32_t> GreedyIds(const Model* model, KvType kv_type, const GoldenRun& run) {
-  SessionOptions options;
-  options.kv_type = kv_type;
-  // Small chunks: the prompts then also run as several prefill chunks.
-  options.prefill_chunk = 3;
-  Session session(model, options);
-  GenerateResult result;
-  const Status s = Generate(
-      &session, run.prompt, GreedyFor(run), [](std::string_view, int32_t) { return true; },
-      &result);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  std::vector<int32_t> all = result.prompt_ids;
-  all.insert(all.end(), result.ids.begin(), result.ids.end());
-  return all;
-}
+const Model* OpenClStoriesModel() { return gpu::testing::StoriesModelOn("opencl"); }
 
 class OpenClGoldenTest : public ::testing::TestWithParam<KvType> {};
 
@@ -57,8 +32,8 @@ TEST_P(OpenClGoldenTest, GreedyIdsMatchTheCpuBackend) {
   ASSERT_NE(cpu, nullptr);
   for (const GoldenRun& run : testing_stories::LoadGolden()) {
     SCOPED_TRACE("prompt '" + run.prompt + "'");
-    const std::vector<int32_t> ids = GreedyIds(gpu, GetParam(), run);
-    EXPECT_EQ(ids, GreedyIds(cpu, GetParam(), run));
+    const std::vector<int32_t> ids = GoldenGreedyIds(gpu, GetParam(), run);
+    EXPECT_EQ(ids, GoldenGreedyIds(cpu, GetParam(), run));
     EXPECT_EQ(ids, run.ids);  // llama2.c's own output
   }
 }

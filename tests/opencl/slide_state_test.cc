@@ -5,66 +5,22 @@
 // the other, and after Session::MoveTo cpu -> opencl -> cpu.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "gpu/model_test_util.h"
 #include "runtime/session.h"
 #include "tests/runtime/stories_fixture.h"
 
 namespace pocket {
 namespace {
 
-const Model* OpenClStoriesModel() {
-  static std::unique_ptr<Model> model = [] {
-    ModelOptions options;
-    options.backend = "opencl";
-    auto m = Model::Load(testing_stories::StoriesPath(), options);
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    return m.ok() ? std::move(m).value() : nullptr;
-  }();
-  return model.get();
-}
+using gpu::testing::GreedyIds;
+using gpu::testing::SlidingOptions;
 
-// The first positions of largest logit (greedy sampling's choice).
-int32_t Greedy(const std::vector<float>& logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
-// Runs `prompt`, then `steps` greedy tokens one at a time; returns those.
-std::vector<int32_t> GreedyIds(Session* session, const std::vector<int32_t>& prompt, size_t steps) {
-  std::vector<float> logits;
-  std::vector<int32_t> ids;
-  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
-  for (size_t i = 0; i < steps && s.ok(); ++i) {
-    ids.push_back(Greedy(logits));
-    s = session->Eval({ids.back()}, LogitsMode::kLast, &logits);
-  }
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return ids;
-}
-
-// Session options whose budget allows exactly `tokens` positions on
-// `model`'s backend: the smallest budget whose max_tokens() reaches them.
-SessionOptions SlidingOptions(const Model* model, size_t tokens) {
-  SessionOptions options;
-  options.kv_type = KvType::kF32;
-  options.kv_policy = KvPolicy::kSlide;
-  options.prefill_chunk = 16;
-  size_t lo = 1, hi = size_t{1} << 30;
-  while (lo < hi) {
-    options.budget_bytes = lo + (hi - lo) / 2;
-    if (Session(model, options).max_tokens() >= tokens) {
-      hi = options.budget_bytes;
-    } else {
-      lo = options.budget_bytes + 1;
-    }
-  }
-  options.budget_bytes = lo;
-  return options;
-}
+const Model* OpenClStoriesModel() { return gpu::testing::StoriesModelOn("opencl"); }
 
 TEST(OpenClSlideTest, GreedyIdsUnderABudgetMatchTheCpuBackend) {
   const Model* gpu = OpenClStoriesModel();

@@ -1,0 +1,127 @@
+// Helpers of the GPU backends' whole-model acceptance tests: stories260K
+// loaded on a named backend, greedy ids as Generate and as a token loop
+// make them, the budget that makes a window slide, and the teacher-forced
+// comparison of a tiny Qwen3's logits with the CPU backend's.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/generate.h"
+#include "runtime/session.h"
+#include "tests/runtime/qwen3_fixture.h"
+#include "tests/runtime/stories_fixture.h"
+
+namespace pocket::gpu::testing {
+
+inline std::unique_ptr<Model> LoadOn(const std::string& backend, const std::string& path) {
+  ModelOptions options;
+  options.backend = backend;
+  auto m = Model::Load(path, options);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+// stories260K on `backend`, loaded once per test binary.
+inline const Model* StoriesModelOn(const std::string& backend) {
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  auto it = models.find(backend);
+  if (it == models.end()) {
+    it = models.emplace(backend, LoadOn(backend, testing_stories::StoriesPath())).first;
+  }
+  return it->second.get();
+}
+
+// The prompt's ids and the greedy ids Generate gives for a golden run.
+inline std::vector<int32_t> GoldenGreedyIds(const Model* model, KvType kv_type,
+                                            const testing_stories::GoldenRun& run) {
+  SessionOptions options;
+  options.kv_type = kv_type;
+  options.prefill_chunk = 3;  // the prompts run as several prefill chunks too
+  Session session(model, options);
+  GenerateResult result;
+  const Status s = Generate(
+      &session, run.prompt, testing_stories::GreedyFor(run),
+      [](std::string_view, int32_t) { return true; }, &result);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::vector<int32_t> all = result.prompt_ids;
+  all.insert(all.end(), result.ids.begin(), result.ids.end());
+  return all;
+}
+
+// Runs `prompt`, then `steps` greedy tokens one at a time; returns those.
+inline std::vector<int32_t> GreedyIds(Session* session, const std::vector<int32_t>& prompt,
+                                      size_t steps) {
+  std::vector<float> logits;
+  std::vector<int32_t> ids;
+  Status s = session->Eval(prompt, LogitsMode::kLast, &logits);
+  for (size_t i = 0; i < steps && s.ok(); ++i) {
+    ids.push_back(
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    s = session->Eval({ids.back()}, LogitsMode::kLast, &logits);
+  }
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return ids;
+}
+
+// Session options whose budget allows exactly `tokens` positions on
+// `model`'s backend (the smallest budget whose max_tokens() reaches them),
+// sliding, with an f32 cache.
+inline SessionOptions SlidingOptions(const Model* model, size_t tokens) {
+  SessionOptions options;
+  options.kv_type = KvType::kF32;
+  options.kv_policy = KvPolicy::kSlide;
+  options.prefill_chunk = 16;
+  size_t lo = 1, hi = size_t{1} << 30;
+  while (lo < hi) {
+    options.budget_bytes = lo + (hi - lo) / 2;
+    if (Session(model, options).max_tokens() >= tokens) {
+      hi = options.budget_bytes;
+    } else {
+      lo = options.budget_bytes + 1;
+    }
+  }
+  options.budget_bytes = lo;
+  return options;
+}
+
+// A tiny Qwen3 (written as `name`) on `backend`: the logits of 64 ids,
+// teacher-forced with an f32 cache, are within 1e-3 of the CPU backend's.
+inline void ExpectQwen3LogitsNearTheCpu(const std::string& backend, const std::string& name) {
+  const std::string path = testing_qwen3::Write(name, 512);
+  ASSERT_FALSE(path.empty());
+  auto cpu_model = Model::Load(path, ModelOptions());
+  ASSERT_TRUE(cpu_model.ok()) << cpu_model.status().ToString();
+  const std::unique_ptr<Model> gpu_model = LoadOn(backend, path);
+  ASSERT_NE(gpu_model, nullptr);
+
+  // 64 ids spread over the vocabulary by a fixed LCG (no tokenizer needed).
+  const int32_t vocab = (*cpu_model)->config().vocab;
+  std::vector<int32_t> ids(64);
+  uint32_t x = 12345;
+  for (int32_t& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  SessionOptions options;
+  options.kv_type = KvType::kF32;
+  Session cpu(cpu_model->get(), options);
+  Session gpu(gpu_model.get(), options);
+  std::vector<float> want, got;
+  ASSERT_TRUE(cpu.Eval(ids, LogitsMode::kAll, &want).ok());
+  const Status s = gpu.Eval(ids, LogitsMode::kAll, &got);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(got.size(), ids.size() * static_cast<size_t>(vocab));
+  float worst = 0.0f;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  EXPECT_LE(worst, 1e-3f);
+}
+
+}  // namespace pocket::gpu::testing
