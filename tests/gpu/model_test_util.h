@@ -1,6 +1,6 @@
 // Helpers of the GPU backends' whole-model acceptance tests: stories260K
-// loaded on a named backend, greedy ids as Generate and as a token loop
-// make them, the budget that makes a window slide, and the teacher-forced
+// loaded on a named backend, greedy ids as Generate (against the goldens)
+// and as a token loop make them, the budget that makes a window slide, and the teacher-forced
 // comparison of a tiny Qwen3's logits with the CPU backend's.
 #pragma once
 
@@ -53,6 +53,21 @@ inline std::vector<int32_t> GoldenGreedyIds(const Model* model, KvType kv_type,
   std::vector<int32_t> all = result.prompt_ids;
   all.insert(all.end(), result.ids.begin(), result.ids.end());
   return all;
+}
+
+// Greedy generation of every golden run on `backend` gives the CPU
+// backend's ids, which are llama2.c's.
+inline void ExpectGoldenGreedyIds(const std::string& backend, KvType kv_type) {
+  const Model* model = StoriesModelOn(backend);
+  const Model* cpu = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  for (const testing_stories::GoldenRun& run : testing_stories::LoadGolden()) {
+    SCOPED_TRACE("prompt '" + run.prompt + "'");
+    const std::vector<int32_t> ids = GoldenGreedyIds(model, kv_type, run);
+    EXPECT_EQ(ids, GoldenGreedyIds(cpu, kv_type, run));
+    EXPECT_EQ(ids, run.ids);  // llama2.c's own output
+  }
 }
 
 // Runs `prompt`, then `steps` greedy tokens one at a time; returns those.

@@ -18,24 +18,12 @@
 namespace pocket {
 namespace {
 
-using testing_stories::GoldenRun;
-using gpu::testing::GoldenGreedyIds;
-
 const Model* OpenClStoriesModel() { return gpu::testing::StoriesModelOn("opencl"); }
 
 class OpenClGoldenTest : public ::testing::TestWithParam<KvType> {};
 
 TEST_P(OpenClGoldenTest, GreedyIdsMatchTheCpuBackend) {
-  const Model* gpu = OpenClStoriesModel();
-  const Model* cpu = testing_stories::StoriesModel();
-  ASSERT_NE(gpu, nullptr);
-  ASSERT_NE(cpu, nullptr);
-  for (const GoldenRun& run : testing_stories::LoadGolden()) {
-    SCOPED_TRACE("prompt '" + run.prompt + "'");
-    const std::vector<int32_t> ids = GoldenGreedyIds(gpu, GetParam(), run);
-    EXPECT_EQ(ids, GoldenGreedyIds(cpu, GetParam(), run));
-    EXPECT_EQ(ids, run.ids);  // llama2.c's own output
-  }
+  gpu::testing::ExpectGoldenGreedyIds("opencl", GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, OpenClGoldenTest,

@@ -19,26 +19,15 @@
 namespace pocket {
 namespace {
 
-using gpu::testing::GoldenGreedyIds;
 using gpu::testing::GreedyIds;
 using gpu::testing::SlidingOptions;
-using testing_stories::GoldenRun;
 
 const Model* MetalStoriesModel() { return gpu::testing::StoriesModelOn("metal"); }
 
 class MetalGoldenTest : public ::testing::TestWithParam<KvType> {};
 
 TEST_P(MetalGoldenTest, GreedyIdsMatchTheCpuBackend) {
-  const Model* gpu = MetalStoriesModel();
-  const Model* cpu = testing_stories::StoriesModel();
-  ASSERT_NE(gpu, nullptr);
-  ASSERT_NE(cpu, nullptr);
-  for (const GoldenRun& run : testing_stories::LoadGolden()) {
-    SCOPED_TRACE("prompt '" + run.prompt + "'");
-    const std::vector<int32_t> ids = GoldenGreedyIds(gpu, GetParam(), run);
-    EXPECT_EQ(ids, GoldenGreedyIds(cpu, GetParam(), run));
-    EXPECT_EQ(ids, run.ids);  // llama2.c's own output
-  }
+  gpu::testing::ExpectGoldenGreedyIds("metal", GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, MetalGoldenTest, ::testing::Values(KvType::kF16, KvType::kF32),
