@@ -254,23 +254,9 @@ Status KvAppend(Device* dev, const DeviceKvView<BufferOf<Device>>& kv, size_t n_
   POCKET_RETURN_IF_ERROR(CheckKv("kv_append", kv, n_past + n));
   POCKET_RETURN_IF_ERROR(CheckSpan("kv_append", "k", k, n * kv.row_stride));
   POCKET_RETURN_IF_ERROR(CheckSpan("kv_append", "v", v, n * kv.row_stride));
-  if (kv.type == KvType::kQ8) {
-    return StartLaunch(dev, Kernel::kKvAppendQ8)
-        .Arg(*k.buffer)
-        .Arg(*v.buffer)
-        .Arg(*kv.k)
-        .Arg(*kv.v)
-        .Arg(k.offset)
-        .Arg(v.offset)
-        .Arg(n_past)
-        .Arg(n)
-        .Arg(kv.row_stride)
-        .Arg(kv.head_dim)
-        .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
-        .RunThreads(n * (kv.row_stride / kv.head_dim));
-  }
-  return StartLaunch(dev, Kernel::kKvAppend)
-      .Arg(*k.buffer)
+  const bool q8 = kv.type == KvType::kQ8;
+  auto launch = StartLaunch(dev, q8 ? Kernel::kKvAppendQ8 : Kernel::kKvAppend);
+  launch.Arg(*k.buffer)
       .Arg(*v.buffer)
       .Arg(*kv.k)
       .Arg(*kv.v)
@@ -278,9 +264,13 @@ Status KvAppend(Device* dev, const DeviceKvView<BufferOf<Device>>& kv, size_t n_
       .Arg(v.offset)
       .Arg(n_past)
       .Arg(n)
-      .Arg(kv.row_stride)
-      .Arg(KvCode(kv.type))
-      .RunThreads(n * kv.row_stride);
+      .Arg(kv.row_stride);
+  if (q8) {
+    return launch.Arg(kv.head_dim)
+        .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
+        .RunThreads(n * (kv.row_stride / kv.head_dim));
+  }
+  return launch.Arg(KvCode(kv.type)).RunThreads(n * kv.row_stride);
 }
 
 template <class Device>
@@ -314,30 +304,25 @@ Status KvShift(Device* dev, const DeviceKvView<BufferOf<Device>>& kv, size_t dst
     POCKET_RETURN_IF_ERROR(CopyKvRows(dev, kv, *kv.v, dst + done, src + done, n));
     if (rope.head_dim == 0) {
       POCKET_RETURN_IF_ERROR(CopyKvRows(dev, kv, *kv.k, dst + done, src + done, n));
-    } else if (kv.type == KvType::kQ8) {
-      POCKET_RETURN_IF_ERROR(StartLaunch(dev, Kernel::kKvShiftQ8)
-                                 .Arg(*kv.k)
-                                 .Arg(*cos_at.buffer, cos_at.offset)
-                                 .Arg(*sin_at.buffer, sin_at.offset)
-                                 .Arg(dst + done)
-                                 .Arg(src + done)
-                                 .Arg(n)
-                                 .Arg(kv.row_stride)
-                                 .Arg(kv.head_dim)
+      continue;
+    }
+    const bool q8 = kv.type == KvType::kQ8;
+    auto launch = StartLaunch(dev, q8 ? Kernel::kKvShiftQ8 : Kernel::kKvShift);
+    launch.Arg(*kv.k)
+        .Arg(*cos_at.buffer, cos_at.offset)
+        .Arg(*sin_at.buffer, sin_at.offset)
+        .Arg(dst + done)
+        .Arg(src + done)
+        .Arg(n)
+        .Arg(kv.row_stride);
+    if (q8) {
+      POCKET_RETURN_IF_ERROR(launch.Arg(kv.head_dim)
                                  .Arg(rope.head_dim)
                                  .Arg(static_cast<size_t>(rope.style))
                                  .Arg(KvScalesOffset(kv.type, kv.capacity, kv.row_stride))
                                  .RunThreads(n * (kv.row_stride / kv.head_dim)));
     } else {
-      POCKET_RETURN_IF_ERROR(StartLaunch(dev, Kernel::kKvShift)
-                                 .Arg(*kv.k)
-                                 .Arg(*cos_at.buffer, cos_at.offset)
-                                 .Arg(*sin_at.buffer, sin_at.offset)
-                                 .Arg(dst + done)
-                                 .Arg(src + done)
-                                 .Arg(n)
-                                 .Arg(kv.row_stride)
-                                 .Arg(rope.head_dim)
+      POCKET_RETURN_IF_ERROR(launch.Arg(rope.head_dim)
                                  .Arg(static_cast<size_t>(rope.style))
                                  .Arg(KvCode(kv.type))
                                  .RunThreads(n * (kv.row_stride / 2)));
