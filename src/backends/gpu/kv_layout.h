@@ -5,13 +5,19 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
+#include "backends/backend.h"
 #include "graph/kv_type.h"
 
 namespace pocket::gpu {
 
-// Bytes of one K (or V) buffer holding `tokens` positions; 0 for a layout
-// the GPU kernels do not store (bf16).
+// The KV types the GPU kernels store (BackendCapabilities::kv_types).
+constexpr uint32_t kKvTypes =
+    KvTypeBit(KvType::kF32) | KvTypeBit(KvType::kF16) | KvTypeBit(KvType::kQ8);
+
+// Bytes of one K (or V) buffer holding `tokens` positions; 0 for a type
+// outside kKvTypes.
 inline size_t KvBufferBytes(KvType type, size_t tokens, size_t row_stride, size_t head_dim) {
   switch (type) {
     case KvType::kF32:

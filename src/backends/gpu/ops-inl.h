@@ -42,7 +42,7 @@ constexpr size_t kMaxQ8HeadDim = 256;
 
 template <class Buffer>
 Status CheckKv(const char* op, const DeviceKvView<Buffer>& kv, size_t positions) {
-  if (KvBufferBytes(kv.type, 1, 1, 1) == 0) {
+  if ((kKvTypes & KvTypeBit(kv.type)) == 0) {
     return Errorf(StatusCode::kUnsupported, "%s: the GPU kernels store no %s KV cache", op,
                   KvTypeName(kv.type));
   }

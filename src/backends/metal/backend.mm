@@ -33,9 +33,6 @@ constexpr size_t kKvGrowTokens = 64;
 // Bound on the attention scores scratch (gpu/ops-inl.h batches queries under it).
 constexpr size_t kMaxScoreBytes = size_t{16} << 20;
 
-constexpr uint32_t kKvTypes =
-    KvTypeBit(KvType::kF32) | KvTypeBit(KvType::kF16) | KvTypeBit(KvType::kQ8);
-
 class MetalBackend final : public Backend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const BackendContext& context);
@@ -43,7 +40,7 @@ class MetalBackend final : public Backend {
   const char* name() const override { return "metal"; }
   BackendCapabilities capabilities() const override {
     BackendCapabilities c;
-    c.kv_types = kKvTypes;
+    c.kv_types = gpu::kKvTypes;
     c.sliding_window = true;
     c.state_rows = true;
     return c;
@@ -236,7 +233,7 @@ class MetalSession final : public BackendSession {
 
  private:
   Status CheckType() const {
-    if (kKvTypes & KvTypeBit(type_)) return Status::Ok();
+    if (gpu::kKvTypes & KvTypeBit(type_)) return Status::Ok();
     return Errorf(StatusCode::kUnsupported, "backend 'metal' has no %s KV cache",
                   KvTypeName(type_));
   }

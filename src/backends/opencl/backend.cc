@@ -25,9 +25,6 @@ namespace {
 // Positions the KV buffers grow by.
 constexpr size_t kKvGrowTokens = 64;
 
-constexpr uint32_t kKvTypes =
-    KvTypeBit(KvType::kF32) | KvTypeBit(KvType::kF16) | KvTypeBit(KvType::kQ8);
-
 // The device, and every weight of the plan on it.
 class OpenClBackend final : public Backend {
  public:
@@ -38,7 +35,7 @@ class OpenClBackend final : public Backend {
   const char* name() const override { return "opencl"; }
   BackendCapabilities capabilities() const override {
     BackendCapabilities c;
-    c.kv_types = kKvTypes;
+    c.kv_types = gpu::kKvTypes;
     c.sliding_window = true;
     c.state_rows = true;
     return c;
@@ -162,7 +159,7 @@ class OpenClSession final : public BackendSession {
 
  private:
   Status CheckType() const {
-    if (kKvTypes & KvTypeBit(type_)) return Status::Ok();
+    if (gpu::kKvTypes & KvTypeBit(type_)) return Status::Ok();
     return Errorf(StatusCode::kUnsupported, "backend 'opencl' has no %s KV cache",
                   KvTypeName(type_));
   }
