@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/gpu/session.h"
 #include "backends/gpu/step.h"
 #include "backends/metal/command_encoder.h"
 #include "backends/metal/context.h"
@@ -166,15 +167,15 @@ StatusOr<std::unique_ptr<Backend>> MetalBackend::Create(const BackendContext& co
   return std::unique_ptr<Backend>(std::move(b));
 }
 
-class MetalSession final : public BackendSession {
+class MetalSession final : public gpu::KvSession<KvCache> {
  public:
   MetalSession(const MetalBackend* backend, const BackendSessionOptions& options)
-      : plan_(backend->plan()),
+      : KvSession("metal", &backend->mutex(), options.kv_type, backend->context(),
+                  backend->plan().kv_row, backend->plan().kv_head_dim, options.kv_type,
+                  kKvGrowTokens, options.max_tokens),
+        plan_(backend->plan()),
         backend_(backend),
-        type_(options.kv_type),
-        max_tokens_(options.max_tokens),
-        kv_(backend->context(), plan_.kv_row, plan_.kv_head_dim, options.kv_type, kKvGrowTokens,
-            options.max_tokens) {}
+        max_tokens_(options.max_tokens) {}
 
   Status Run(const int32_t* tokens, size_t n, size_t n_past, BackendOutput output,
              float* logits) override;
@@ -183,13 +184,6 @@ class MetalSession final : public BackendSession {
     POCKET_RETURN_IF_ERROR(CheckType());
     std::lock_guard<std::mutex> lock(backend_->mutex());
     return kv_.Reserve(n_tokens);
-  }
-  // Positions beyond a truncation need no freeing: later appends overwrite
-  // them.
-  void Truncate(size_t n_tokens) override {}
-  void Clear() override {
-    std::lock_guard<std::mutex> lock(backend_->mutex());
-    kv_.Clear();
   }
   Status Drop(size_t begin, size_t count, size_t n_tokens) override;
   // The GPU is idle between calls (every run waits for its command
@@ -205,12 +199,6 @@ class MetalSession final : public BackendSession {
     std::lock_guard<std::mutex> lock(backend_->mutex());
     return ImportKvRows(kv_.Views(), n_tokens, data);
   }
-
-  size_t kv_bytes() const override { return kv_.bytes(); }
-  size_t KvBytesFor(size_t n_tokens) const override { return kv_.BytesFor(n_tokens); }
-  size_t kv_page_tokens() const override { return kv_.step_tokens(); }
-  size_t kv_page_bytes() const override { return kv_.step_bytes(); }
-  size_t kv_commit_slack() const override { return 0; }
 
   size_t scratch_bytes() const override {
     size_t total = temp_.bytes + scratch_.bytes();
@@ -232,11 +220,6 @@ class MetalSession final : public BackendSession {
   }
 
  private:
-  Status CheckType() const {
-    if (gpu::kKvTypes & KvTypeBit(type_)) return Status::Ok();
-    return Errorf(StatusCode::kUnsupported, "backend 'metal' has no %s KV cache",
-                  KvTypeName(type_));
-  }
   // The attention scores of n queries over up to max_tokens positions.
   size_t ScoreBytesFor(size_t n) const {
     size_t heads = 0;
@@ -256,9 +239,7 @@ class MetalSession final : public BackendSession {
 
   const Plan& plan_;
   const MetalBackend* backend_;
-  KvType type_;
   size_t max_tokens_;
-  KvCache kv_;
   size_t rows_ = 0;
   size_t tail_rows_ = 0;
   std::vector<id<MTLBuffer>> slot_handles_;

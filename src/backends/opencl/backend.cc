@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/gpu/session.h"
 #include "backends/gpu/step.h"
 #include "backends/opencl/context.h"
 #include "backends/opencl/device_info.h"
@@ -90,14 +91,14 @@ StatusOr<std::unique_ptr<Backend>> OpenClBackend::Create(const BackendContext& c
 }
 
 // One session's device state: activation slots and the KV cache.
-class OpenClSession final : public BackendSession {
+class OpenClSession final : public gpu::KvSession<DeviceKvCache> {
  public:
   OpenClSession(const OpenClBackend* device, const BackendSessionOptions& options)
-      : plan_(device->plan()),
-        device_(device),
-        type_(options.kv_type),
-        kv_(device->context(), plan_.kv_row, plan_.kv_head_dim, options.kv_type, kKvGrowTokens,
-            options.max_tokens) {}
+      : KvSession("opencl", &device->mutex(), options.kv_type, device->context(),
+                  device->plan().kv_row, device->plan().kv_head_dim, options.kv_type, kKvGrowTokens,
+                  options.max_tokens),
+        plan_(device->plan()),
+        device_(device) {}
 
   // Errors are device failures (e.g. out of memory), after which positions
   // from n_past on hold nothing valid.
@@ -110,13 +111,6 @@ class OpenClSession final : public BackendSession {
     POCKET_RETURN_IF_ERROR(CheckType());
     std::lock_guard<std::mutex> lock(device_->mutex());
     return kv_.Reserve(n_tokens, n_tokens);
-  }
-  // Positions beyond a truncation need no freeing: later appends overwrite
-  // them.
-  void Truncate(size_t n_tokens) override {}
-  void Clear() override {
-    std::lock_guard<std::mutex> lock(device_->mutex());
-    kv_.Clear();
   }
   Status Drop(size_t begin, size_t count, size_t n_tokens) override {
     std::lock_guard<std::mutex> lock(device_->mutex());
@@ -133,13 +127,6 @@ class OpenClSession final : public BackendSession {
     std::lock_guard<std::mutex> lock(device_->mutex());
     return kv_.Read(n_tokens, data);
   }
-
-  // Device bytes held by the KV cache, and what its growth steps cost.
-  size_t kv_bytes() const override { return kv_.bytes(); }
-  size_t KvBytesFor(size_t n_tokens) const override { return kv_.BytesFor(n_tokens); }
-  size_t kv_page_tokens() const override { return kv_.step_tokens(); }
-  size_t kv_page_bytes() const override { return kv_.step_bytes(); }
-  size_t kv_commit_slack() const override { return 0; }
 
   // Device bytes held by the activations.
   size_t scratch_bytes() const override {
@@ -158,17 +145,10 @@ class OpenClSession final : public BackendSession {
   }
 
  private:
-  Status CheckType() const {
-    if (gpu::kKvTypes & KvTypeBit(type_)) return Status::Ok();
-    return Errorf(StatusCode::kUnsupported, "backend 'opencl' has no %s KV cache",
-                  KvTypeName(type_));
-  }
   Status EnsureRows(size_t n, BackendOutput output);
 
   const Plan& plan_;
   const OpenClBackend* device_;
-  KvType type_;
-  DeviceKvCache kv_;
   size_t rows_ = 0;       // rows every slot can hold
   size_t tail_rows_ = 0;  // rows the tail-only slots can hold
   std::vector<Buffer> slots_;
