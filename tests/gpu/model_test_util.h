@@ -106,6 +106,44 @@ inline SessionOptions SlidingOptions(const Model* model, size_t tokens) {
   return options;
 }
 
+// Saved to `path` after a prompt and some greedy tokens, then loaded into
+// a fresh session (backend -> backend, -> cpu, cpu -> backend), an f32
+// session goes on with the ids of a CPU session that never stopped.
+inline void ExpectSaveLoadContinues(const std::string& backend, const std::string& path) {
+  const Model* model = StoriesModelOn(backend);
+  const Model* cpu = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  SessionOptions options;
+  options.kv_type = KvType::kF32;
+  const std::vector<int32_t> prompt = testing_stories::LoadGolden()[2].prompt_ids;
+  Session straight(cpu, options);
+  const std::vector<int32_t> want = GreedyIds(&straight, prompt, 60);
+
+  const struct {
+    const Model* from;
+    const Model* to;
+  } moves[] = {{model, model}, {model, cpu}, {cpu, model}};
+  for (const auto& move : moves) {
+    SCOPED_TRACE(std::string(move.from->backend().name()) + " -> " + move.to->backend().name());
+    Session first(move.from, options);
+    std::vector<int32_t> ids = GreedyIds(&first, prompt, 25);
+    ASSERT_EQ(ids.size(), 25u);
+    // The state holds the last greedy token's input as well: feed it again
+    // in the loaded session to get its logits.
+    Status s = first.Save(path);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Session second(move.to, options);
+    s = second.Load(path);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(second.tokens(), first.tokens());
+    second.Truncate(second.position() - 1);
+    const std::vector<int32_t> rest = GreedyIds(&second, {first.tokens().back()}, 35);
+    ids.insert(ids.end(), rest.begin(), rest.end());
+    EXPECT_EQ(ids, want);
+  }
+}
+
 // A tiny Qwen3 (written as `name`) on `backend`: the logits of 64 ids,
 // teacher-forced with an f32 cache, are within 1e-3 of the CPU backend's.
 inline void ExpectQwen3LogitsNearTheCpu(const std::string& backend, const std::string& name) {

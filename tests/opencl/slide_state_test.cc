@@ -53,41 +53,8 @@ class OpenClStateTest : public ::testing::Test {
   const std::string path_ = std::string(POCKET_BINARY_DIR) + "/opencl_state_test.state";
 };
 
-// Save after a prompt and some greedy tokens, load into a fresh session of
-// `to`, and go on: the ids equal a CPU session's that never stopped.
 TEST_F(OpenClStateTest, SaveLoadContinueMatchesTheCpuBackend) {
-  const Model* gpu = OpenClStoriesModel();
-  const Model* cpu = testing_stories::StoriesModel();
-  ASSERT_NE(gpu, nullptr);
-  ASSERT_NE(cpu, nullptr);
-  SessionOptions options;
-  options.kv_type = KvType::kF32;
-  const std::vector<int32_t> prompt = testing_stories::LoadGolden()[2].prompt_ids;
-  Session straight(cpu, options);
-  const std::vector<int32_t> want = GreedyIds(&straight, prompt, 60);
-
-  const struct {
-    const Model* from;
-    const Model* to;
-  } moves[] = {{gpu, gpu}, {gpu, cpu}, {cpu, gpu}};
-  for (const auto& move : moves) {
-    SCOPED_TRACE(std::string(move.from->backend().name()) + " -> " + move.to->backend().name());
-    Session first(move.from, options);
-    std::vector<int32_t> ids = GreedyIds(&first, prompt, 25);
-    ASSERT_EQ(ids.size(), 25u);
-    // The state holds the last greedy token's input as well: feed it again
-    // in the loaded session to get its logits.
-    Status s = first.Save(path_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    Session second(move.to, options);
-    s = second.Load(path_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(second.tokens(), first.tokens());
-    second.Truncate(second.position() - 1);
-    const std::vector<int32_t> rest = GreedyIds(&second, {first.tokens().back()}, 35);
-    ids.insert(ids.end(), rest.begin(), rest.end());
-    EXPECT_EQ(ids, want);
-  }
+  gpu::testing::ExpectSaveLoadContinues("opencl", path_);
 }
 
 // Session::MoveTo between the CPU and the device: moved cpu -> opencl ->

@@ -58,35 +58,8 @@ TEST(MetalSlideTest, GreedyIdsThroughASlidingWindowMatchTheCpuBackend) {
 }
 
 TEST(MetalStateTest, SaveLoadContinueMatchesTheCpuBackend) {
-  const Model* gpu = MetalStoriesModel();
-  const Model* cpu = testing_stories::StoriesModel();
-  ASSERT_NE(gpu, nullptr);
-  ASSERT_NE(cpu, nullptr);
   const std::string path = std::string(POCKET_BINARY_DIR) + "/metal_state_test.state";
-  SessionOptions options;
-  options.kv_type = KvType::kF32;
-  const std::vector<int32_t> prompt = testing_stories::LoadGolden()[2].prompt_ids;
-  Session straight(cpu, options);
-  const std::vector<int32_t> want = GreedyIds(&straight, prompt, 60);
-  const struct {
-    const Model* from;
-    const Model* to;
-  } moves[] = {{gpu, gpu}, {gpu, cpu}, {cpu, gpu}};
-  for (const auto& move : moves) {
-    SCOPED_TRACE(std::string(move.from->backend().name()) + " -> " + move.to->backend().name());
-    Session first(move.from, options);
-    std::vector<int32_t> ids = GreedyIds(&first, prompt, 25);
-    ASSERT_TRUE(first.Save(path).ok());
-    Session second(move.to, options);
-    const Status s = second.Load(path);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    // The state holds the last token's input too: run it again for its
-    // logits.
-    second.Truncate(second.position() - 1);
-    const std::vector<int32_t> rest = GreedyIds(&second, {first.tokens().back()}, 35);
-    ids.insert(ids.end(), rest.begin(), rest.end());
-    EXPECT_EQ(ids, want);
-  }
+  gpu::testing::ExpectSaveLoadContinues("metal", path);
   std::remove(path.c_str());
 }
 
