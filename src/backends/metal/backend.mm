@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/gpu/device_backend.h"
 #include "backends/gpu/session.h"
 #include "backends/gpu/step.h"
 #include "backends/metal/command_encoder.h"
@@ -34,31 +35,17 @@ constexpr size_t kKvGrowTokens = 64;
 // Bound on the attention scores scratch (gpu/ops-inl.h batches queries under it).
 constexpr size_t kMaxScoreBytes = size_t{16} << 20;
 
-class MetalBackend final : public Backend {
+class MetalBackend final : public gpu::DeviceBackend<Buffer> {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const BackendContext& context);
 
   const char* name() const override { return "metal"; }
-  BackendCapabilities capabilities() const override {
-    BackendCapabilities c;
-    c.kv_types = gpu::kKvTypes;
-    c.sliding_window = true;
-    c.state_rows = true;
-    return c;
-  }
-  KvType default_kv_type() const override { return KvType::kF16; }
   // Only what had to be copied: rows16 weights unpacked for the planar
   // kernels, and a file whose data section is not page aligned.
   size_t device_weight_bytes() const override { return copied_bytes_; }
-  int threads() const override { return 1; }
   std::unique_ptr<BackendSession> NewSession(const BackendSessionOptions& options) const override;
 
-  using StepWeights = gpu::StepWeights<Buffer>;
-  const StepWeights& step(size_t i) const { return steps_[i]; }
-  const Plan& plan() const { return *plan_; }
   const Context* context() const { return ctx_.get(); }
-  // One session encodes at a time.
-  std::mutex& mutex() const { return mutex_; }
 
  private:
   MetalBackend() = default;
@@ -68,7 +55,6 @@ class MetalBackend final : public Backend {
   StatusOr<std::pair<const Buffer*, size_t>> Place(const void* data, size_t bytes);
   StatusOr<const Buffer*> Copied(const void* key, const void* data, size_t bytes);
 
-  const Plan* plan_ = nullptr;
   std::unique_ptr<Context> ctx_;
   const uint8_t* file_data_ = nullptr;
   size_t file_data_size_ = 0;
@@ -77,8 +63,6 @@ class MetalBackend final : public Backend {
   std::map<const void*, id<MTLBuffer>> copies_;
   std::map<const void*, std::unique_ptr<Buffer>> copy_views_;
   size_t copied_bytes_ = 0;
-  std::vector<StepWeights> steps_;
-  mutable std::mutex mutex_;
 };
 
 StatusOr<const Buffer*> MetalBackend::Copied(const void* key, const void* data, size_t bytes) {
@@ -130,7 +114,7 @@ StatusOr<std::unique_ptr<Backend>> MetalBackend::Create(const BackendContext& co
   b->steps_.resize(plan.steps.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
-    StepWeights& w = b->steps_[i];
+    gpu::StepWeights<Buffer>& w = b->steps_[i];
     if (s.op == OpKind::kEmbed || s.op == OpKind::kLinear) {
       const WeightView& v = s.weight;
       uint64_t bytes = 0;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/gpu/device_backend.h"
 #include "backends/gpu/session.h"
 #include "backends/gpu/step.h"
 #include "backends/opencl/context.h"
@@ -27,42 +28,25 @@ namespace {
 constexpr size_t kKvGrowTokens = 64;
 
 // The device, and every weight of the plan on it.
-class OpenClBackend final : public Backend {
+class OpenClBackend final : public gpu::DeviceBackend<Buffer> {
  public:
   // NotFound when the machine has no OpenCL device; BudgetExceeded when the
   // weights do not fit in its memory.
   static StatusOr<std::unique_ptr<Backend>> Create(const BackendContext& context);
 
   const char* name() const override { return "opencl"; }
-  BackendCapabilities capabilities() const override {
-    BackendCapabilities c;
-    c.kv_types = gpu::kKvTypes;
-    c.sliding_window = true;
-    c.state_rows = true;
-    return c;
-  }
-  KvType default_kv_type() const override { return KvType::kF16; }
   size_t device_weight_bytes() const override { return weights_->bytes(); }
-  // The host thread that enqueues the kernels.
-  int threads() const override { return 1; }
   std::unique_ptr<BackendSession> NewSession(const BackendSessionOptions& options) const override;
 
-  using StepWeights = gpu::StepWeights<Buffer>;
-  const StepWeights& step(size_t i) const { return steps_[i]; }
-  const Plan& plan() const { return *plan_; }
   // The context runs one session's ops at a time (kernel arguments are
   // shared state): hold mutex() while using it.
   Context* context() const { return ctx_.get(); }
-  std::mutex& mutex() const { return mutex_; }
 
  private:
   OpenClBackend() = default;
 
-  const Plan* plan_ = nullptr;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<WeightStore> weights_;
-  std::vector<StepWeights> steps_;
-  mutable std::mutex mutex_;
 };
 
 StatusOr<std::unique_ptr<Backend>> OpenClBackend::Create(const BackendContext& context) {
@@ -75,7 +59,7 @@ StatusOr<std::unique_ptr<Backend>> OpenClBackend::Create(const BackendContext& c
   backend->steps_.resize(plan.steps.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
-    StepWeights& w = backend->steps_[i];
+    gpu::StepWeights<Buffer>& w = backend->steps_[i];
     if (s.op == OpKind::kEmbed || s.op == OpKind::kLinear) {
       POCKET_ASSIGN_OR_RETURN(w.weight, store.Upload(s.weight));
     }
