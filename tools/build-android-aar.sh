@@ -108,7 +108,7 @@ for abi in $abis; do
     -DCMAKE_PROJECT_pocket_INCLUDE="$deps" \
     -DPOCKET_USE_SYSTEM_DEPS=OFF -DPOCKET_WITH_SENTENCEPIECE="$spm" \
     -DPOCKET_BUILD_TESTS=OFF -DPOCKET_BUILD_BENCH=OFF -DPOCKET_BUILD_TOOLS=OFF \
-    -DPOCKET_OPENCL=OFF -DPOCKET_SHARED=OFF -DPOCKET_JAVA=ON
+    -DPOCKET_SHARED=OFF -DPOCKET_JAVA=ON
   if ! grep -qx 'POCKET_JAVA:BOOL=ON' "$dir/CMakeCache.txt"; then
     echo "$abi: CMake found no JDK or no jni.h (POCKET_JAVA is off); see $dir/CMakeCache.txt" >&2
     exit 1

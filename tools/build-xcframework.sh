@@ -65,15 +65,15 @@ jobs=$(sysctl -n hw.ncpu 2>/dev/null || echo 4)
 slice() {
   local name=$1 system=$2 sdk=$3 archs=$4 min=$5 dir=$build/$1
   echo "=== $name: configuring $dir"
-  # Only the library: no tests, benchmarks, command line, OpenCL (Apple deprecated it) or
-  # shared library (the XCFramework links statically into the app).
+  # Only the library: no tests, benchmarks, command line or shared library (the XCFramework
+  # links statically into the app); the build's defaults choose the backends (Metal on Apple).
   cmake -S "$root" -B "$dir" -G Ninja \
     -DCMAKE_SYSTEM_NAME="$system" -DCMAKE_OSX_SYSROOT="$sdk" \
     -DCMAKE_OSX_ARCHITECTURES="$archs" -DCMAKE_OSX_DEPLOYMENT_TARGET="$min" \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PROJECT_pocket_INCLUDE="$deps" \
     -DPOCKET_USE_SYSTEM_DEPS=OFF -DPOCKET_WITH_SENTENCEPIECE=OFF \
     -DPOCKET_BUILD_TESTS=OFF -DPOCKET_BUILD_BENCH=OFF -DPOCKET_BUILD_TOOLS=OFF \
-    -DPOCKET_OPENCL=OFF -DPOCKET_SHARED=OFF -DPOCKET_JAVA=OFF
+    -DPOCKET_SHARED=OFF -DPOCKET_JAVA=OFF
   echo "=== $name: building"
   cmake --build "$dir" --target pocket_api -j "$jobs"
   local libs

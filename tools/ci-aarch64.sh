@@ -84,7 +84,7 @@ suite() {  # DIR CPU DOTPROD BF16 I8MM [CTEST_ARGS...]
 dir=$build/base
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DPOCKET_WITH_SENTENCEPIECE=ON \
-  -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
+  -DPOCKET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" -j2
 # The int8 default path's reference tests hold bounds measured on x86's
 # kernels (docs/testing.md); under qemu they would take most of CI's time.
@@ -114,7 +114,7 @@ set(CMAKE_CXX_COMPILER_TARGET aarch64-linux-gnu)
 TOOLCHAIN
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$build/clang.cmake" \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
-  -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_OPENCL=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
+  -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" --target pocket_cpu -j2
 make -C "$dir" backends_tests/fast -j2
 # Only the kernels' tests are built here: -FA leaves out the CLI's fixture.

@@ -39,12 +39,10 @@ struct ModelOptions {
   // At most cpu::kMaxThreads; where the system refuses threads, the model
   // computes on those it got and logs a warning (threads() tells how many).
   int threads = 0;
-  // The backend by its registry name (backends/registry.h): "cpu";
-  // "reference", the scalar reference ops on one thread (slow: for checking
-  // results); "opencl" in builds with the OpenCL backend (POCKET_OPENCL),
-  // whose weights are uploaded to the device at load and whose sessions
-  // compute there. A name this build lacks fails Load with kInvalidArgument
-  // listing the names it has.
+  // The backend by its registry name (backends/registry.h; `pocket inspect
+  // --devices` lists the ones this build has, docs/architecture.md says
+  // what each is). A name this build lacks fails Load with
+  // kInvalidArgument listing the names it has.
   std::string backend = "cpu";
   // q4/q8 Linear maths on the CPU (backends/cpu/ops.h): int8 activations,
   // and bf16 attention where the CPU has it (fast, the default), or f32
