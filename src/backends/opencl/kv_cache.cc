@@ -103,43 +103,52 @@ size_t BlockRows(size_t row_bytes) {
 
 }  // namespace
 
+template <typename Fn>
+Status DeviceKvCache::ForEachRowBlock(size_t n_tokens, const Fn& fn) const {
+  size_t at = 0;
+  for (const Layer& layer : layers_) {
+    if (layer.row_elems == 0) continue;
+    const size_t row = KvRowBytes(type_, layer.row_elems, layer.head_dim);
+    // The device holds a block's values as one run and (q8) its scales as
+    // another; serialized, each row's scales follow its values.
+    const size_t values = type_ == KvType::kQ8 ? layer.row_elems : row;
+    const size_t scales_off = KvScalesOffset(type_, capacity_, layer.row_elems);
+    for (const Buffer* buffer : {&layer.k, &layer.v}) {
+      for (size_t t0 = 0; t0 < n_tokens; t0 += BlockRows(row)) {
+        const size_t n = std::min(BlockRows(row), n_tokens - t0);
+        POCKET_RETURN_IF_ERROR(
+            fn(RowBlock{buffer, row, values, row - values, scales_off, t0, n, at + t0 * row}));
+      }
+      at += n_tokens * row;
+    }
+  }
+  return Status::Ok();
+}
+
 Status DeviceKvCache::Write(size_t n_tokens, const ByteSink& sink) const {
   if (n_tokens > capacity_) {
     return Errorf(StatusCode::kInvalidArgument, "KV cache: %zu positions asked for, %zu held",
                   n_tokens, capacity_);
   }
   std::vector<uint8_t> block, scales;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& layer = layers_[l];
-    if (layer.row_elems == 0) continue;
-    const size_t row = KvRowBytes(type_, layer.row_elems, layer.head_dim);
-    // The device holds a block's values as one run and (q8) its scales as
-    // another; serialized, each row's scales follow its values.
-    const size_t values = type_ == KvType::kQ8 ? layer.row_elems : row;
-    const size_t scale_bytes = row - values;
-    const size_t scales_off = KvScalesOffset(type_, capacity_, layer.row_elems);
-    for (const Buffer* buffer : {&layer.k, &layer.v}) {
-      for (size_t t0 = 0; t0 < n_tokens; t0 += BlockRows(row)) {
-        const size_t n = std::min(BlockRows(row), n_tokens - t0);
-        block.resize(n * row);
-        POCKET_RETURN_IF_ERROR(ctx_->Read(*buffer, t0 * values, block.data(), n * values));
-        if (scale_bytes != 0) {
-          scales.resize(n * scale_bytes);
-          POCKET_RETURN_IF_ERROR(
-              ctx_->Read(*buffer, scales_off + t0 * scale_bytes, scales.data(), scales.size()));
-          // Spread the rows out from the back, where nothing is overwritten
-          // before it moves.
-          for (size_t t = n; t-- > 0;) {
-            std::memmove(block.data() + t * row, block.data() + t * values, values);
-            std::memcpy(block.data() + t * row + values, scales.data() + t * scale_bytes,
-                        scale_bytes);
-          }
-        }
-        sink(block.data(), block.size());
+  return ForEachRowBlock(n_tokens, [&](const RowBlock& b) {
+    block.resize(b.n * b.row);
+    POCKET_RETURN_IF_ERROR(ctx_->Read(*b.buffer, b.t0 * b.values, block.data(), b.n * b.values));
+    if (b.scale_bytes != 0) {
+      scales.resize(b.n * b.scale_bytes);
+      POCKET_RETURN_IF_ERROR(
+          ctx_->Read(*b.buffer, b.scales_off + b.t0 * b.scale_bytes, scales.data(), scales.size()));
+      // Spread the rows out from the back, where nothing is overwritten
+      // before it moves.
+      for (size_t t = b.n; t-- > 0;) {
+        std::memmove(block.data() + t * b.row, block.data() + t * b.values, b.values);
+        std::memcpy(block.data() + t * b.row + b.values, scales.data() + t * b.scale_bytes,
+                    b.scale_bytes);
       }
     }
-  }
-  return Status::Ok();
+    sink(block.data(), block.size());
+    return Status::Ok();
+  });
 }
 
 Status DeviceKvCache::Validate(size_t n_tokens, const uint8_t* data, size_t size) const {
@@ -188,36 +197,20 @@ Status DeviceKvCache::Read(size_t n_tokens, const uint8_t* data) {
                   capacity_);
   }
   std::vector<uint8_t> values_block, scales;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& layer = layers_[l];
-    if (layer.row_elems == 0) continue;
-    const size_t row = KvRowBytes(type_, layer.row_elems, layer.head_dim);
-    const size_t values = type_ == KvType::kQ8 ? layer.row_elems : row;
-    const size_t scale_bytes = row - values;
-    const size_t scales_off = KvScalesOffset(type_, capacity_, layer.row_elems);
-    for (const Buffer* buffer : {&layer.k, &layer.v}) {
-      for (size_t t0 = 0; t0 < n_tokens; t0 += BlockRows(row)) {
-        const size_t n = std::min(BlockRows(row), n_tokens - t0);
-        const uint8_t* rows = data + t0 * row;
-        if (scale_bytes == 0) {
-          POCKET_RETURN_IF_ERROR(ctx_->Write(*buffer, t0 * values, rows, n * values));
-          continue;
-        }
-        values_block.resize(n * values);
-        scales.resize(n * scale_bytes);
-        for (size_t t = 0; t < n; ++t) {
-          std::memcpy(values_block.data() + t * values, rows + t * row, values);
-          std::memcpy(scales.data() + t * scale_bytes, rows + t * row + values, scale_bytes);
-        }
-        POCKET_RETURN_IF_ERROR(
-            ctx_->Write(*buffer, t0 * values, values_block.data(), values_block.size()));
-        POCKET_RETURN_IF_ERROR(
-            ctx_->Write(*buffer, scales_off + t0 * scale_bytes, scales.data(), scales.size()));
-      }
-      data += n_tokens * row;
+  return ForEachRowBlock(n_tokens, [&](const RowBlock& b) {
+    const uint8_t* rows = data + b.at;
+    if (b.scale_bytes == 0) return ctx_->Write(*b.buffer, b.t0 * b.values, rows, b.n * b.values);
+    values_block.resize(b.n * b.values);
+    scales.resize(b.n * b.scale_bytes);
+    for (size_t t = 0; t < b.n; ++t) {
+      std::memcpy(values_block.data() + t * b.values, rows + t * b.row, b.values);
+      std::memcpy(scales.data() + t * b.scale_bytes, rows + t * b.row + b.values, b.scale_bytes);
     }
-  }
-  return Status::Ok();
+    POCKET_RETURN_IF_ERROR(
+        ctx_->Write(*b.buffer, b.t0 * b.values, values_block.data(), values_block.size()));
+    return ctx_->Write(*b.buffer, b.scales_off + b.t0 * b.scale_bytes, scales.data(),
+                       scales.size());
+  });
 }
 
 DeviceKvView DeviceKvCache::View(int layer) const {

@@ -74,6 +74,19 @@ class DeviceKvCache {
     size_t head_dim = 0;
     Buffer k, v;
   };
+  // Where a block of serialized rows lies on the device: a row is `row`
+  // bytes serialized, its values the first `values` at `values` per row from
+  // the buffer's start, its (q8) scales the rest at scales_off.
+  struct RowBlock {
+    const Buffer* buffer;
+    size_t row, values, scale_bytes, scales_off;
+    size_t t0, n;  // positions [t0, t0 + n)
+    size_t at;     // the block's offset in the serialized rows
+  };
+  // Calls fn(block) for blocks of about 1 MiB of positions [0, n_tokens),
+  // in the serialized order (layer by layer, K then V), stopping at an error.
+  template <typename Fn>
+  Status ForEachRowBlock(size_t n_tokens, const Fn& fn) const;
 
   Context* ctx_;
   std::vector<Layer> layers_;
