@@ -115,7 +115,8 @@ TOOLCHAIN
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$build/clang.cmake" \
   -DPOCKET_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
   -DPOCKET_WITH_SENTENCEPIECE=OFF -DPOCKET_BUILD_BENCH=OFF >/dev/null
-cmake --build "$dir" --target pocket_cpu -j2
-make -C "$dir" backends_tests/fast -j2
+# The kernels' test binary and what it links (the CPU and reference
+# backends), not the rest of the engine.
+cmake --build "$dir" --target backends_tests -j2
 # Only the kernels' tests are built here: -FA leaves out the CLI's fixture.
 suite "$dir" max,sve-default-vector-length=16 1 1 1 -L '^backends$' -FA test_models
