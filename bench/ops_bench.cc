@@ -117,6 +117,15 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
   }
 }
 
+// Speculation's verify step: the tokens of one step over b positions (1 is
+// the decode GEMV it is compared with), on pocket-0.3b's shapes and the
+// output head, 2 threads, int8, rows16.
+void VerifyShapes(benchmark::internal::Benchmark* b) {
+  for (auto [in, out] : {std::pair{896, 2560}, {2560, 896}, {896, 65536}}) {
+    for (int n : {1, 2, 4, 8, 16}) b->Args({out, in, 2, n, 1, 1});
+  }
+}
+
 void RunQ4(benchmark::State& state) { RunLinear(state, DType::kQ4); }
 void RunQ8(benchmark::State& state) { RunLinear(state, DType::kQ8); }
 
@@ -129,6 +138,11 @@ BENCHMARK(RunQ4)
     ->Name("PrefillQ4G64")
     ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
     ->Apply(PrefillShapes)
+    ->UseRealTime();
+BENCHMARK(RunQ4)
+    ->Name("VerifyQ4G64")
+    ->ArgNames({"rows", "cols", "threads", "n", "int8", "rows16"})
+    ->Apply(VerifyShapes)
     ->UseRealTime();
 BENCHMARK(RunQ8)
     ->Name("GemvQ8")

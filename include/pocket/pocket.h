@@ -309,7 +309,7 @@ typedef struct pocket_sampling {
    * same token for token (with a seed, the same as without speculation),
    * only the number of passes over the weights changes. */
   int32_t speculation;     /* POCKET_SPECULATION_* */
-  int32_t max_draft;       /* most tokens guessed per step, 1..16; 0: 8 */
+  int32_t max_draft;       /* most tokens guessed per step, 1..15; 0: 8 */
   const char* lookup_text; /* also searched by prompt lookup (a document the
                               output quotes); NULL: none */
   /* POCKET_SPECULATION_MODEL: a session on a draft model with the same

@@ -137,13 +137,28 @@ HWY_INLINE void GroupDot(D32 d32, const uint8_t* HWY_RESTRICT codes, const int8_
   }
 }
 
-// acc += float(lo + hi) * scales * dx + mins * xs: one group's contribution.
+// acc += float(sums) * scales * dx + mins * xs: one q4 group's contribution
+// from its exact integer dot products. Every q4 int8 kernel scales through
+// this one sequence, so a row rounds the same whichever kernel summed it.
+template <class DF, class V32 = hn::Vec<hn::RebindToSigned<DF>>>
+HWY_INLINE hn::Vec<DF> ScaleSums(DF df, const Rows16Lanes& p, V32 sums, float dx, float xs,
+                                 hn::Vec<DF> acc) {
+  acc = hn::MulAdd(hn::ConvertTo(df, sums), hn::Mul(LoadF32(df, p.scales), hn::Set(df, dx)), acc);
+  return hn::MulAdd(LoadF32(df, p.mins), hn::Set(df, xs), acc);
+}
+
+// ScaleSums of the low and high nibbles' sums.
 template <class DF, class V32 = hn::Vec<hn::RebindToSigned<DF>>>
 HWY_INLINE hn::Vec<DF> ScaleGroup(DF df, const Rows16Lanes& p, V32 lo, V32 hi, float dx, float xs,
                                   hn::Vec<DF> acc) {
-  const auto sums = hn::ConvertTo(df, GroupSum(lo, hi));
-  acc = hn::MulAdd(sums, hn::Mul(LoadF32(df, p.scales), hn::Set(df, dx)), acc);
-  return hn::MulAdd(LoadF32(df, p.mins), hn::Set(df, xs), acc);
+  return ScaleSums(df, p, GroupSum(lo, hi), dx, xs, acc);
+}
+
+// f += float(i) * s * dx: one q8 group's contribution for one lane block
+// and token; every q8 int8 kernel scales through it (ScaleSums' reason).
+template <class DF, class V32>
+HWY_INLINE hn::Vec<DF> Q8Scale(DF df, V32 i, hn::Vec<DF> s, float dx, hn::Vec<DF> f) {
+  return hn::MulAdd(hn::ConvertTo(df, i), hn::Mul(s, hn::Set(df, dx)), f);
 }
 
 // Rows [r0, r1) of one token; r0 and r1 are multiples of 16. The records
@@ -558,12 +573,6 @@ struct Q8Chunk {
 #endif
 };
 
-// f += float(i) * s * dx for one lane block and token.
-template <class DF, class V32>
-HWY_INLINE hn::Vec<DF> Q8Scale(DF df, V32 i, hn::Vec<DF> s, float dx, hn::Vec<DF> f) {
-  return hn::MulAdd(hn::ConvertTo(df, i), hn::Mul(s, hn::Set(df, dx)), f);
-}
-
 // Tokens q.x[0..3] times one lane block's group g (8 chunks of 64 bytes
 // from `codes`, two a step, so each token's quads are one run): 4 int32
 // sums.
@@ -685,11 +694,10 @@ HWY_INLINE void Rows16GemvQ8Blocks(const Rows16Weights& w, const QuantizedActs& 
           odd[b] = DotS8Quad<1>(hn::LoadU(di8, codes + 64 * c + 64 + 4 * L * b), xq, odd[b]);
         }
       }
-      const auto dx = hn::Set(df, a.d[g]);
       HWY_UNROLL(4)
       for (size_t b = 0; b < kB; ++b) {
-        const auto sums = hn::ConvertTo(df, hn::Add(even[b], odd[b]));
-        acc[b] = hn::MulAdd(sums, hn::Mul(LoadF32(df, p.scales + L * b), dx), acc[b]);
+        acc[b] =
+            Q8Scale(df, hn::Add(even[b], odd[b]), LoadF32(df, p.scales + L * b), a.d[g], acc[b]);
       }
     }
     HWY_UNROLL(4)
@@ -728,9 +736,8 @@ HWY_INLINE void Rows16GemvQ8(const Rows16Weights& w, const QuantizedActs& a, con
         s2 = DotS8Quad<2>(hn::LoadU(di8, codes + 64 * c + 128), xq, s2);
         s3 = DotS8Quad<3>(hn::LoadU(di8, codes + 64 * c + 192), xq, s3);
       }
-      const auto sums = hn::Add(hn::Add(s0, s1), hn::Add(s2, s3));
-      acc = hn::MulAdd(hn::ConvertTo(df, sums), hn::Mul(LoadF32(df, p.scales), hn::Set(df, a.d[g])),
-                       acc);
+      acc = Q8Scale(df, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), LoadF32(df, p.scales), a.d[g],
+                    acc);
     }
     StoreRows(df, acc, bias, r, out);
   }
@@ -772,6 +779,135 @@ struct Q8Tiles {
 HWY_INLINE void Rows16GemmQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n,
                              const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
   Rows16Gemm<Q8Tiles>(w, a, n, bias, r0, r1, out);
+}
+
+// A few tokens at once (speculation's verify step, a short prompt's last
+// chunk): rows [r0, r1) (multiples of 16) of out[n, w.rows], the records
+// streamed as decode streams them (each 16-row block's in order, once from
+// memory), each chunk loaded once for kT tokens. A token's integer group sums
+// are exact and scale through ScaleSums / Q8Scale in group order, so its
+// outputs equal Rows16GemvInt8's / Rows16GemvQ8's bit for bit.
+//
+// kBatchPass tokens per pass over a lane block's records (the passes after
+// the first read them from L1): int32 sums and f32 accumulators for each,
+// which 32 vector registers hold for 8 tokens and 16 for 4.
+#if HWY_TARGET <= HWY_AVX3 || HWY_ARCH_ARM_A64
+constexpr size_t kBatchPass = 8;
+#else
+constexpr size_t kBatchPass = 4;
+#endif
+
+// q4: tokens [t, t + kT) over lane block [r, r + L).
+template <size_t kT>
+HWY_INLINE void Rows16BatchPassQ4(const Rows16Weights& w, const QuantizedActs& a, size_t t,
+                                  const float* bias, size_t r, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const hn::Repartition<uint8_t, Rows16Tag> du8;
+  const hn::Repartition<int8_t, Rows16Tag> di8;
+  const auto low4 = hn::Set(du8, 0x0F);
+  hn::Vec<decltype(df)> acc[kT];
+  for (size_t k = 0; k < kT; ++k) acc[k] = hn::Zero(df);
+  for (size_t g = 0; g < w.groups; ++g) {
+    ReadAhead(w, r, g);
+    const Rows16Lanes p = LanesAt(w, r, g);
+    hn::Vec<Rows16Tag> sums[kT];
+    for (size_t k = 0; k < kT; ++k) sums[k] = hn::Zero(d32);
+    const int8_t* x = a.q + t * w.cols + g * w.group;
+    for (size_t c = 0; c < w.group / 8; ++c) {
+      const auto bytes = hn::LoadU(du8, p.codes + 64 * c);
+      const auto lo = hn::And(bytes, low4), hi = hn::ShiftRight<4>(bytes);
+      for (size_t k = 0; k < kT; ++k) {
+        const auto xq = LoadQuads<2>(di8, x + k * w.cols + 8 * c);
+        sums[k] = DotU7Quad<1>(hi, xq, DotU7Quad<0>(lo, xq, sums[k]));
+      }
+    }
+    for (size_t k = 0; k < kT; ++k) {
+      const size_t at = (t + k) * w.groups + g;
+      acc[k] = ScaleSums(df, p, sums[k], a.d[at], a.s[at], acc[k]);
+    }
+  }
+  for (size_t k = 0; k < kT; ++k) StoreRows(df, acc[k], bias, r, out + (t + k) * w.rows);
+}
+
+// q8: tokens [t, t + kT) over lane block [r, r + L), two chunks a step.
+template <size_t kT>
+HWY_INLINE void Rows16BatchPassQ8(const Rows16Weights& w, const QuantizedActs& a, size_t t,
+                                  const float* bias, size_t r, float* HWY_RESTRICT out) {
+  const Rows16Tag d32;
+  const hn::Repartition<float, Rows16Tag> df;
+  const Q8Chunk::DI8 di8;
+  hn::Vec<decltype(df)> acc[kT];
+  for (size_t k = 0; k < kT; ++k) acc[k] = hn::Zero(df);
+  for (size_t g = 0; g < w.groups; ++g) {
+    ReadAhead(w, r, g);
+    const Rows16Lanes p = LanesAt(w, r, g);
+    hn::Vec<Rows16Tag> sums[kT];
+    for (size_t k = 0; k < kT; ++k) sums[k] = hn::Zero(d32);
+    const int8_t* x = a.q + t * w.cols + g * w.group;
+    for (size_t c = 0; c < w.group / 4; c += 2) {
+      const auto w0 = Q8Chunk::Load(p.codes + 64 * c), w1 = Q8Chunk::Load(p.codes + 64 * c + 64);
+      for (size_t k = 0; k < kT; ++k) {
+        const auto xq = LoadQuads<2>(di8, x + k * w.cols + 4 * c);
+        sums[k] = Q8Chunk::Dot<1>(w1, xq, Q8Chunk::Dot<0>(w0, xq, sums[k]));
+      }
+    }
+    const auto scales = LoadF32(df, p.scales);
+    for (size_t k = 0; k < kT; ++k) {
+      const size_t at = (t + k) * w.groups + g;
+      acc[k] = Q8Scale(df, Q8Chunk::Finish(sums[k], a.qs + at), scales, a.d[at], acc[k]);
+    }
+  }
+  for (size_t k = 0; k < kT; ++k) StoreRows(df, acc[k], bias, r, out + (t + k) * w.rows);
+}
+
+// f(std::integral_constant<size_t, count>()) for count in [1, kT].
+template <size_t kT, class F>
+HWY_INLINE void WithTokenCount(size_t count, const F& f) {
+  if constexpr (kT > 1) {
+    if (count < kT) return WithTokenCount<kT - 1>(count, f);
+  }
+  f(std::integral_constant<size_t, kT>());
+}
+
+// Every token of n, for each lane block of rows [r0, r1), in as few passes
+// as kBatchPass allows (each pass loads and splits the codes again), of
+// equal sizes. Where vectors are scalable (SVE), which arrays cannot hold,
+// each token takes decode's GEMV over one 16-row block at a time instead
+// (the block's records in L1 for the tokens after the first).
+template <bool kQ8>
+HWY_INLINE void Rows16Batch(const Rows16Weights& w, const QuantizedActs& a, size_t n,
+                            const float* bias, size_t r0, size_t r1, float* HWY_RESTRICT out) {
+#if HWY_HAVE_SCALABLE
+  for (size_t r = r0; r < r1; r += kRows16Block) {
+    for (size_t t = 0; t < n; ++t) {
+      const QuantizedActs one{a.q + t * w.cols, a.d + t * w.groups, a.s + t * w.groups,
+                              a.qs ? a.qs + t * w.groups : nullptr};
+      if constexpr (kQ8) {
+        Rows16GemvQ8(w, one, bias, r, r + kRows16Block, out + t * w.rows);
+      } else {
+        Rows16GemvInt8(w, one, bias, r, r + kRows16Block, out + t * w.rows);
+      }
+    }
+  }
+#else
+  constexpr size_t L = hn::MaxLanes(Rows16Tag());
+  const size_t passes = (n + kBatchPass - 1) / kBatchPass;
+  for (size_t r = r0; r < r1; r += L) {
+    for (size_t t = 0, pass = 0; pass < passes; ++pass) {
+      const size_t count = (n - t + passes - pass - 1) / (passes - pass);
+      WithTokenCount<kBatchPass>(count, [&](auto tokens) {
+        constexpr size_t kT = decltype(tokens)::value;
+        if constexpr (kQ8) {
+          Rows16BatchPassQ8<kT>(w, a, t, bias, r, out);
+        } else {
+          Rows16BatchPassQ4<kT>(w, a, t, bias, r, out);
+        }
+      });
+      t += count;
+    }
+  }
+#endif
 }
 
 #endif  // POCKET_INT8_DOT

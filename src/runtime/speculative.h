@@ -63,7 +63,10 @@ struct SpeculationOptions {
   // verify as many guesses as the drafter has, up to max_draft.
   bool adaptive = true;
 
-  static constexpr int32_t kMaxDraft = 16;
+  // A step verifies the newest token and its guesses: at most 16 tokens,
+  // which the CPU backend runs with each token's single-step bits
+  // (backends/cpu/ops.h: kBatchTokens).
+  static constexpr int32_t kMaxDraft = 15;
   bool enabled() const {
     return max_draft > 0 && (prompt_lookup || !lookup_text.empty() || draft_session != nullptr);
   }

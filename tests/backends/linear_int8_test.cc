@@ -330,6 +330,41 @@ TEST(LinearInt8Test, DecodeReadAheadGivesTheSameBits) {
   SetDecodeReadAhead(saved);
 }
 
+// Up to kBatchTokens tokens in one call (speculation's verify step) give
+// each token the bits decode gives it alone, with int8 or f32 maths, on
+// every target, layout and thread count, so a verified guess sees the
+// logits a single step would; the prompt kernels past kBatchTokens need not.
+TEST(LinearInt8Test, BatchTokensGiveEachTokenDecodesBits) {
+  std::mt19937 rng(19);
+  ThreadPool pool(ThreadPoolOptions{2, false});
+  for (const Format& f : kFormats) {
+    const size_t rows = f.layout == kRows16 ? 48 : 13, cols = 3 * f.group;
+    const testing::TestWeight w = RandomWeight(rows, cols, f.dtype, f.group, rng, f.layout);
+    std::vector<float> x = RandomFloats(kBatchTokens * cols, rng);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] *= 8.0f;
+    const std::vector<float> bias = RandomFloats(rows, rng);
+    ForEachTarget([&] {
+      for (QuantMath math : {QuantMath::kInt8, QuantMath::kF32}) {
+        for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> single(kBatchTokens * rows, NAN);
+          for (size_t t = 0; t < kBatchTokens; ++t) {
+            Linear(x.data() + t * cols, 1, w.view, bias.data(), single.data() + t * rows, threads,
+                   math);
+          }
+          for (size_t n = 2; n <= kBatchTokens; ++n) {
+            std::vector<float> batch(n * rows, NAN);
+            Linear(x.data(), n, w.view, bias.data(), batch.data(), threads, math);
+            ASSERT_EQ(0, std::memcmp(batch.data(), single.data(), n * rows * sizeof(float)))
+                << DTypeName(f.dtype) << " g" << f.group << " " << LayoutName(f.layout)
+                << " n=" << n << (math == QuantMath::kInt8 ? " int8" : " f32")
+                << (threads ? " 2 threads" : "");
+          }
+        }
+      }
+    });
+  }
+}
+
 TEST(LinearGroupTest, MixedColumnsFallBackToSeparateLinears) {
   std::mt19937 rng(16);
   const testing::TestWeight a = RandomWeight(16, 128, DType::kQ4, 64, rng, kRows16);

@@ -481,6 +481,16 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
                       size_t n_kv_heads, size_t head_dim, float scale, AttentionMath math,
                       float* out, ThreadPool* pool) {
   const size_t group = n_heads / n_kv_heads;
+  if (n > 1 && n <= kBatchTokens && n_kv_heads < NumThreads(pool)) {
+    // A head's positions would be split across threads (segments) at
+    // boundaries that follow the rows' length: each token attends alone,
+    // as in its single step, so it gets that step's bits (ops.h).
+    for (size_t t = 0; t < n; ++t) {
+      AttentionGrouped(q + t * n_heads * head_dim, 1, n_past + t, kv, n_heads, n_kv_heads, head_dim,
+                       scale, math, out + t * n_heads * head_dim, pool);
+    }
+    return;
+  }
   const bool rotated = KvRotated(kv);
   const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
   const size_t base_tasks = n_kv_heads * token_blocks;

@@ -94,7 +94,7 @@ void LinearRows16F32(const float* x, size_t n, const WeightView& w, const float*
   const auto rows = [&](size_t r0, size_t r1) {
     HWY_DYNAMIC_DISPATCH(Rows16RowsF32)(packed, x, sums, n, bias, r0, r1, out);
   };
-  if (n == 1) {  // one stream per thread, ending together (ParallelRanges)
+  if (n <= kBatchTokens) {  // one stream per thread, ending together (ParallelRanges)
     ParallelRangesOrInline(
         pool, w.rows / kRows16Block, DecodePiece(w, kRows16Block),
         [&](size_t b0, size_t b1, size_t) { rows(b0 * kRows16Block, b1 * kRows16Block); });
@@ -120,20 +120,27 @@ void Linear(const float* x, size_t n, const WeightView& w, const float* bias, fl
   if (math == QuantMath::kInt8 && LinearInt8(x, n, w, bias, out, pool)) return;
   if (w.layout == TensorLayout::kRows16) return LinearRows16F32(x, n, w, bias, out, pool);
   const size_t tasks = std::min(NumThreads(pool), (w.rows + kRowAlign - 1) / kRowAlign);
-  if (n == 1) {
+  if (n <= kBatchTokens) {
+    // Decode's kernel token by token over each piece of rows (in cache
+    // after the first token), so each token rounds as it would alone.
     // Reused across calls: decode runs Linear hundreds of times per token.
     thread_local std::vector<float> xsum;
-    if (w.dtype == DType::kQ4) {
-      xsum.resize(w.cols / w.group);
-      HWY_DYNAMIC_DISPATCH(ComputeGroupSums)(x, w.cols, w.group, xsum.data());
+    const size_t groups = w.dtype == DType::kQ4 ? w.cols / w.group : 0;
+    xsum.resize(n * groups);
+    for (size_t t = 0; t < n && groups != 0; ++t) {
+      HWY_DYNAMIC_DISPATCH(ComputeGroupSums)
+      (x + t * w.cols, w.cols, w.group, xsum.data() + t * groups);
     }
     const float* sums = xsum.data();
     const size_t blocks = (w.rows + kRowAlign - 1) / kRowAlign;
-    ParallelRangesOrInline(
-        pool, blocks, DecodePiece(w, kRowAlign), [&](size_t b0, size_t b1, size_t) {
-          HWY_DYNAMIC_DISPATCH(DecodeRows)
-          (x, sums, w, bias, b0 * kRowAlign, std::min(w.rows, b1 * kRowAlign), out);
-        });
+    ParallelRangesOrInline(pool, blocks, DecodePiece(w, kRowAlign),
+                           [&](size_t b0, size_t b1, size_t) {
+                             for (size_t t = 0; t < n; ++t) {
+                               HWY_DYNAMIC_DISPATCH(DecodeRows)
+                               (x + t * w.cols, sums + t * groups, w, bias, b0 * kRowAlign,
+                                std::min(w.rows, b1 * kRowAlign), out + t * w.rows);
+                             }
+                           });
     return;
   }
   ParallelOrInline(pool, tasks, [&](size_t task, size_t) {

@@ -45,6 +45,8 @@ HWY_EXPORT(Rows16DecodeInt8);
 HWY_EXPORT(Rows16PrefillInt8);
 HWY_EXPORT(Rows16DecodeQ8);
 HWY_EXPORT(Rows16PrefillQ8);
+HWY_EXPORT(Rows16BatchInt8);
+HWY_EXPORT(Rows16BatchQ8);
 
 // The int8 extension's build of the same kernels (kernel_target.h):
 // int8_dotprod.cc (NEON with sdot) or int8_avx_vnni.cc (AVX2
@@ -58,6 +60,8 @@ decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16DecodeInt8) Rows16DecodeInt8;
 decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16PrefillInt8) Rows16PrefillInt8;
 decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16DecodeQ8) Rows16DecodeQ8;
 decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16PrefillQ8) Rows16PrefillQ8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16BatchInt8) Rows16BatchInt8;
+decltype(POCKET_INT8_EXTENSION_BASE_NS::Rows16BatchQ8) Rows16BatchQ8;
 }  // namespace POCKET_INT8_EXTENSION_NS
 #endif
 
@@ -120,10 +124,14 @@ struct Int8Kernels {
   decltype(&HWY_STATIC_DISPATCH(Rows16PrefillInt8)) rows16_prefill;
   decltype(&HWY_STATIC_DISPATCH(Rows16DecodeQ8)) rows16_decode_q8;
   decltype(&HWY_STATIC_DISPATCH(Rows16PrefillQ8)) rows16_prefill_q8;
+  decltype(&HWY_STATIC_DISPATCH(Rows16BatchInt8)) rows16_batch;
+  decltype(&HWY_STATIC_DISPATCH(Rows16BatchQ8)) rows16_batch_q8;
   size_t read_ahead = 0;  // decode's rows16 GEMV (DecodeReadAhead), read once per call
 };
 
-// `prompt`: n > 1, where the matrix extension's kernels may take over.
+// `prompt`: more than kBatchTokens tokens, where the matrix extension's
+// kernels may take over. The batch kernels come from the same build as
+// decode's, so they round as it does.
 Int8Kernels ChosenKernels(bool prompt) {
   Int8Kernels kernels = {false,
                          &HWY_DYNAMIC_DISPATCH(DecodeRowsInt8),
@@ -131,7 +139,9 @@ Int8Kernels ChosenKernels(bool prompt) {
                          &HWY_DYNAMIC_DISPATCH(Rows16DecodeInt8),
                          &HWY_DYNAMIC_DISPATCH(Rows16PrefillInt8),
                          &HWY_DYNAMIC_DISPATCH(Rows16DecodeQ8),
-                         &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8)};
+                         &HWY_DYNAMIC_DISPATCH(Rows16PrefillQ8),
+                         &HWY_DYNAMIC_DISPATCH(Rows16BatchInt8),
+                         &HWY_DYNAMIC_DISPATCH(Rows16BatchQ8)};
 #ifdef POCKET_INT8_EXTENSION_NS
   if (Int8ExtensionChosen()) {
     namespace ext = POCKET_INT8_EXTENSION_NS;
@@ -141,11 +151,15 @@ Int8Kernels ChosenKernels(bool prompt) {
                &ext::Rows16DecodeInt8,
                &ext::Rows16PrefillInt8,
                &ext::Rows16DecodeQ8,
-               &ext::Rows16PrefillQ8};
+               &ext::Rows16PrefillQ8,
+               &ext::Rows16BatchInt8,
+               &ext::Rows16BatchQ8};
   } else if (DotprodDecodesForSve128()) {
     namespace ext = POCKET_INT8_EXTENSION_NS;
     kernels.rows16_decode = &ext::Rows16DecodeInt8;
     kernels.rows16_decode_q8 = &ext::Rows16DecodeQ8;
+    kernels.rows16_batch = &ext::Rows16BatchInt8;
+    kernels.rows16_batch_q8 = &ext::Rows16BatchQ8;
   }
 #endif
 #if POCKET_ARM_I8MM_KERNELS
@@ -170,6 +184,10 @@ constexpr size_t kRowAlign = 4;
 // the OS runs late) leaves part of its range to be taken by the others,
 // rather than all of it or nothing (ThreadPool claims ranges in order).
 constexpr size_t kTasksPerThread = 4;
+// The batch kernels spend longer on each record than decode, long enough for
+// the hardware prefetchers to fall behind on every CPU tried: they ask for
+// the record this many bytes on into L2.
+constexpr size_t kBatchReadAhead = 4096;
 // Prefill walks tokens in chunks so a chunk of codes (64 x cols bytes) stays
 // in L2 while the thread's rows pass over it.
 constexpr size_t kTokenChunk = 64;
@@ -201,10 +219,15 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
   if (w.layout == TensorLayout::kRows16) {
     Rows16Weights packed(w);
     const auto decode = packed.q8 ? kernels.rows16_decode_q8 : kernels.rows16_decode;
+    const auto batch = packed.q8 ? kernels.rows16_batch_q8 : kernels.rows16_batch;
     const auto prefill = packed.q8 ? kernels.rows16_prefill_q8 : kernels.rows16_prefill;
-    if (n == 1) {
-      packed.read_ahead = kernels.read_ahead;
-      decode(packed, acts, item.bias, r0, r1, item.out);
+    if (n <= kBatchTokens) {
+      packed.read_ahead = n == 1 ? kernels.read_ahead : kBatchReadAhead;
+      if (n == 1) {
+        decode(packed, acts, item.bias, r0, r1, item.out);
+      } else {
+        batch(packed, acts, n, item.bias, r0, r1, item.out);
+      }
       return;
     }
     for (size_t t = 0; t < n; t += kTokenChunk) {
@@ -216,8 +239,12 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
     }
     return;
   }
-  if (n == 1) {
-    kernels.decode(rows, acts, item.bias, r0, r1, item.out);
+  if (n <= kBatchTokens) {  // token by token: the rows stay in cache after the first
+    for (size_t t = 0; t < n; ++t) {
+      const QuantizedActs one{acts.q + t * w.cols, acts.d + t * rows.groups,
+                              acts.s + t * rows.groups};
+      kernels.decode(rows, one, item.bias, r0, r1, item.out + t * w.rows);
+    }
     return;
   }
   thread_local std::vector<float> scratch;  // the kernel's per-tile scales and mins
@@ -271,7 +298,7 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
         q8_rows16 || (items[i].w.dtype == DType::kQ8 && items[i].w.layout == TensorLayout::kRows16);
   }
   int32_t* qs = n > 1 && q8_rows16 ? code_sums.data() : nullptr;
-  const Int8Kernels kernels = ChosenKernels(n > 1);
+  const Int8Kernels kernels = ChosenKernels(n > kBatchTokens);
   const size_t threads = NumThreads(pool);
   const size_t quant_tasks = std::min(threads, n);
   ParallelOrInline(pool, quant_tasks, [&](size_t task, size_t) {
@@ -295,7 +322,7 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
     acts.s_tiles = tiled.data() + run;
   }
 #endif
-  if (n == 1) {
+  if (n <= kBatchTokens) {
     // Every weight's kernel blocks, one after another, as one range, in
     // pieces sized for the weight with the largest blocks.
     size_t block_begin[kMaxLinearGroup + 1] = {0};
@@ -311,7 +338,7 @@ bool LinearInt8Group(const float* x, size_t n, const LinearOut* items, size_t co
         if (b0 >= block_begin[i + 1]) continue;
         const size_t align = RowAlign(items[i].w), end = std::min(b1, block_begin[i + 1]);
         const size_t r0 = (b0 - block_begin[i]) * align;
-        RowsInt8(kernels, items[i], acts, 1, r0,
+        RowsInt8(kernels, items[i], acts, n, r0,
                  std::min(items[i].w.rows, (end - block_begin[i]) * align));
         b0 = end;
       }

@@ -64,6 +64,22 @@ void Rows16PrefillQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n, c
 #endif
 }
 
+// A few tokens (ops.h: kBatchTokens), each rounded as decode
+// rounds it.
+void Rows16BatchInt8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                     size_t r0, size_t r1, float* out) {
+#if POCKET_INT8_DOT
+  Rows16Batch<false>(w, a, n, bias, r0, r1, out);
+#endif
+}
+
+void Rows16BatchQ8(const Rows16Weights& w, const QuantizedActs& a, size_t n, const float* bias,
+                   size_t r0, size_t r1, float* out) {
+#if POCKET_INT8_DOT
+  Rows16Batch<true>(w, a, n, bias, r0, r1, out);
+#endif
+}
+
 }  // namespace pocket::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

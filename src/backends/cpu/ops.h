@@ -80,6 +80,12 @@ void KvWriteRow(const KvView& kv, void* const* pages, size_t t, const uint8_t* b
 // Row t of `pages` widened to f32 (row_stride values).
 void KvRowToF32(const KvView& kv, void* const* pages, size_t t, float* out);
 
+// Up to this many tokens (speculation's verify step, a prompt's short last
+// chunk), Linear and Attention give each token the bits they give it alone
+// (decode's), whatever the others: Linear streams the weights once for all
+// of them through kernels that round each token as decode's GEMV does, and
+// Attention splits no token's positions differently from its single step.
+constexpr size_t kBatchTokens = 16;
 
 // out[n, w.rows] = x[n, w.cols] * W^T (+ bias[w.rows] when non-null), q4/q8
 // weights multiplied as `math` says.
