@@ -797,6 +797,7 @@ constexpr size_t kBatchPass = 8;
 constexpr size_t kBatchPass = 4;
 #endif
 
+#if !HWY_HAVE_SCALABLE
 // q4: tokens [t, t + kT) over lane block [r, r + L).
 template <size_t kT>
 HWY_INLINE void Rows16BatchPassQ4(const Rows16Weights& w, const QuantizedActs& a, size_t t,
@@ -860,6 +861,8 @@ HWY_INLINE void Rows16BatchPassQ8(const Rows16Weights& w, const QuantizedActs& a
   }
   for (size_t k = 0; k < kT; ++k) StoreRows(df, acc[k], bias, r, out + (t + k) * w.rows);
 }
+
+#endif  // !HWY_HAVE_SCALABLE
 
 // f(std::integral_constant<size_t, count>()) for count in [1, kT].
 template <size_t kT, class F>

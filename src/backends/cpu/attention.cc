@@ -481,10 +481,14 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
                       size_t n_kv_heads, size_t head_dim, float scale, AttentionMath math,
                       float* out, ThreadPool* pool) {
   const size_t group = n_heads / n_kv_heads;
-  if (n > 1 && n <= kBatchTokens && n_kv_heads < NumThreads(pool)) {
-    // A head's positions would be split across threads (segments) at
-    // boundaries that follow the rows' length: each token attends alone,
-    // as in its single step, so it gets that step's bits (ops.h).
+  // Up to kBatchTokens tokens get their single steps' bits (ops.h): each
+  // token's rows go to the kernels alone, with its own length, as in its
+  // step (the kernels' row blocks and position blocks would otherwise
+  // depend on the other rows). Where a head's positions are split across
+  // threads (segments), at boundaries that follow the length, each token
+  // attends in a call of its own.
+  const bool batch = n <= kBatchTokens;
+  if (batch && n > 1 && n_kv_heads < NumThreads(pool)) {
     for (size_t t = 0; t < n; ++t) {
       AttentionGrouped(q + t * n_heads * head_dim, 1, n_past + t, kv, n_heads, n_kv_heads, head_dim,
                        scale, math, out + t * n_heads * head_dim, pool);
@@ -492,7 +496,8 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     return;
   }
   const bool rotated = KvRotated(kv);
-  const size_t token_blocks = (n + kAttentionTokenBlock - 1) / kAttentionTokenBlock;
+  const size_t block_tokens = batch ? 1 : kAttentionTokenBlock;
+  const size_t token_blocks = (n + block_tokens - 1) / block_tokens;
   const size_t base_tasks = n_kv_heads * token_blocks;
   const size_t threads = NumThreads(pool);
   const size_t len = n_past + n;  // the longest row's positions
@@ -533,8 +538,8 @@ void AttentionGrouped(const float* q, size_t n, size_t n_past, const KvView& kv,
     const size_t base = task / segments;
     const size_t block = token_blocks - 1 - base / n_kv_heads;
     const size_t h = base % n_kv_heads;
-    const size_t t0 = block * kAttentionTokenBlock;
-    const size_t t1 = std::min(n, t0 + kAttentionTokenBlock);
+    const size_t t0 = block * block_tokens;
+    const size_t t1 = std::min(n, t0 + block_tokens);
     const size_t rows = (t1 - t0) * group;
     thread_local std::vector<float> buffer;
     thread_local std::vector<const float*> q_rows;
