@@ -798,46 +798,60 @@ constexpr size_t kBatchPass = 4;
 #endif
 
 #if !HWY_HAVE_SCALABLE
-// q4: tokens [t, t + kT) over lane block [r, r + L).
-template <size_t kT>
-HWY_INLINE void Rows16BatchPassQ4(const Rows16Weights& w, const QuantizedActs& a, size_t t,
-                                  const float* bias, size_t r, float* HWY_RESTRICT out) {
-  const Rows16Tag d32;
-  const hn::Repartition<float, Rows16Tag> df;
-  const hn::Repartition<uint8_t, Rows16Tag> du8;
-  const hn::Repartition<int8_t, Rows16Tag> di8;
-  const auto low4 = hn::Set(du8, 0x0F);
-  hn::Vec<decltype(df)> acc[kT];
-  for (size_t k = 0; k < kT; ++k) acc[k] = hn::Zero(df);
-  for (size_t g = 0; g < w.groups; ++g) {
-    ReadAhead(w, r, g);
-    const Rows16Lanes p = LanesAt(w, r, g);
-    hn::Vec<Rows16Tag> sums[kT];
-    for (size_t k = 0; k < kT; ++k) sums[k] = hn::Zero(d32);
-    const int8_t* x = a.q + t * w.cols + g * w.group;
-    for (size_t c = 0; c < w.group / 8; ++c) {
-      const auto bytes = hn::LoadU(du8, p.codes + 64 * c);
-      const auto lo = hn::And(bytes, low4), hi = hn::ShiftRight<4>(bytes);
+// The batch kernels' group step for q4: each token's exact integer sums of
+// one group of a lane block (x: the first token's activations of the group,
+// the next token's `stride` on), then their ScaleSums.
+struct BatchQ4 {
+  template <size_t kT, class V32>
+  static HWY_INLINE void Sums(const uint8_t* HWY_RESTRICT codes, const int8_t* x, size_t stride,
+                              size_t group, V32 (&sums)[kT]) {
+    const hn::Repartition<uint8_t, Rows16Tag> du8;
+    const hn::Repartition<int8_t, Rows16Tag> di8;
+    for (size_t c = 0; c < group / 8; ++c) {
+      const auto bytes = hn::LoadU(du8, codes + 64 * c);
+      const auto lo = hn::And(bytes, hn::Set(du8, 0x0F)), hi = hn::ShiftRight<4>(bytes);
       for (size_t k = 0; k < kT; ++k) {
-        const auto xq = LoadQuads<2>(di8, x + k * w.cols + 8 * c);
+        const auto xq = LoadQuads<2>(di8, x + k * stride + 8 * c);
         sums[k] = DotU7Quad<1>(hi, xq, DotU7Quad<0>(lo, xq, sums[k]));
       }
-    }
-    for (size_t k = 0; k < kT; ++k) {
-      const size_t at = (t + k) * w.groups + g;
-      acc[k] = ScaleSums(df, p, sums[k], a.d[at], a.s[at], acc[k]);
+      for (size_t k = 0; k < kT; ++k) sums[k] = InRegister(sums[k]);  // KeepInRegisters' reason
     }
   }
-  for (size_t k = 0; k < kT; ++k) StoreRows(df, acc[k], bias, r, out + (t + k) * w.rows);
-}
+  template <class DF, class V32>
+  static HWY_INLINE hn::Vec<DF> Scale(DF df, const Rows16Lanes& p, V32 sums, const QuantizedActs& a,
+                                      size_t at, hn::Vec<DF> acc) {
+    return ScaleSums(df, p, sums, a.d[at], a.s[at], acc);
+  }
+};
 
-// q8: tokens [t, t + kT) over lane block [r, r + L), two chunks a step.
-template <size_t kT>
-HWY_INLINE void Rows16BatchPassQ8(const Rows16Weights& w, const QuantizedActs& a, size_t t,
-                                  const float* bias, size_t r, float* HWY_RESTRICT out) {
+// q8's: two chunks a step, then Q8Scale.
+struct BatchQ8 {
+  template <size_t kT, class V32>
+  static HWY_INLINE void Sums(const uint8_t* HWY_RESTRICT codes, const int8_t* x, size_t stride,
+                              size_t group, V32 (&sums)[kT]) {
+    const Q8Chunk::DI8 di8;
+    for (size_t c = 0; c < group / 4; c += 2) {
+      const auto w0 = Q8Chunk::Load(codes + 64 * c), w1 = Q8Chunk::Load(codes + 64 * c + 64);
+      for (size_t k = 0; k < kT; ++k) {
+        const auto xq = LoadQuads<2>(di8, x + k * stride + 4 * c);
+        sums[k] = Q8Chunk::Dot<1>(w1, xq, Q8Chunk::Dot<0>(w0, xq, sums[k]));
+      }
+      for (size_t k = 0; k < kT; ++k) sums[k] = InRegister(sums[k]);
+    }
+  }
+  template <class DF, class V32>
+  static HWY_INLINE hn::Vec<DF> Scale(DF df, const Rows16Lanes& p, V32 sums, const QuantizedActs& a,
+                                      size_t at, hn::Vec<DF> acc) {
+    return Q8Scale(df, Q8Chunk::Finish(sums, a.qs + at), LoadF32(df, p.scales), a.d[at], acc);
+  }
+};
+
+// Tokens [t, t + kT) over lane block [r, r + L).
+template <size_t kT, class Step>
+HWY_INLINE void Rows16BatchPass(const Rows16Weights& w, const QuantizedActs& a, size_t t,
+                                const float* bias, size_t r, float* HWY_RESTRICT out) {
   const Rows16Tag d32;
   const hn::Repartition<float, Rows16Tag> df;
-  const Q8Chunk::DI8 di8;
   hn::Vec<decltype(df)> acc[kT];
   for (size_t k = 0; k < kT; ++k) acc[k] = hn::Zero(df);
   for (size_t g = 0; g < w.groups; ++g) {
@@ -845,18 +859,9 @@ HWY_INLINE void Rows16BatchPassQ8(const Rows16Weights& w, const QuantizedActs& a
     const Rows16Lanes p = LanesAt(w, r, g);
     hn::Vec<Rows16Tag> sums[kT];
     for (size_t k = 0; k < kT; ++k) sums[k] = hn::Zero(d32);
-    const int8_t* x = a.q + t * w.cols + g * w.group;
-    for (size_t c = 0; c < w.group / 4; c += 2) {
-      const auto w0 = Q8Chunk::Load(p.codes + 64 * c), w1 = Q8Chunk::Load(p.codes + 64 * c + 64);
-      for (size_t k = 0; k < kT; ++k) {
-        const auto xq = LoadQuads<2>(di8, x + k * w.cols + 4 * c);
-        sums[k] = Q8Chunk::Dot<1>(w1, xq, Q8Chunk::Dot<0>(w0, xq, sums[k]));
-      }
-    }
-    const auto scales = LoadF32(df, p.scales);
+    Step::template Sums<kT>(p.codes, a.q + t * w.cols + g * w.group, w.cols, w.group, sums);
     for (size_t k = 0; k < kT; ++k) {
-      const size_t at = (t + k) * w.groups + g;
-      acc[k] = Q8Scale(df, Q8Chunk::Finish(sums[k], a.qs + at), scales, a.d[at], acc[k]);
+      acc[k] = Step::Scale(df, p, sums[k], a, (t + k) * w.groups + g, acc[k]);
     }
   }
   for (size_t k = 0; k < kT; ++k) StoreRows(df, acc[k], bias, r, out + (t + k) * w.rows);
@@ -900,12 +905,8 @@ HWY_INLINE void Rows16Batch(const Rows16Weights& w, const QuantizedActs& a, size
     for (size_t t = 0, pass = 0; pass < passes; ++pass) {
       const size_t count = (n - t + passes - pass - 1) / (passes - pass);
       WithTokenCount<kBatchPass>(count, [&](auto tokens) {
-        constexpr size_t kT = decltype(tokens)::value;
-        if constexpr (kQ8) {
-          Rows16BatchPassQ8<kT>(w, a, t, bias, r, out);
-        } else {
-          Rows16BatchPassQ4<kT>(w, a, t, bias, r, out);
-        }
+        using Step = std::conditional_t<kQ8, BatchQ8, BatchQ4>;
+        Rows16BatchPass<decltype(tokens)::value, Step>(w, a, t, bias, r, out);
       });
       t += count;
     }
