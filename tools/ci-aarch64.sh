@@ -57,8 +57,10 @@ suite() {  # DIR CPU DOTPROD BF16 I8MM [CTEST_ARGS...]
   local dir=$1 cpu=$2 dotprod=$3 bf16=$4 i8mm=$5
   shift 5
   echo "--- $(basename "$dir"): ctest $* on qemu -cpu $cpu (${SECONDS}s into this script)"
-  # The kernel targets this CPU runs, and those compiled that it cannot.
-  if [ -x "$dir/pocket-emulated" ]; then QEMU_CPU=$cpu "$dir/pocket-emulated" inspect --devices; fi
+  # The kernel targets this CPU runs, and those compiled that it cannot
+  # (where the CLI is built: the Clang build below has only the kernels'
+  # tests, and its pocket-emulated script would start a missing binary).
+  if [ -x "$dir/pocket" ]; then QEMU_CPU=$cpu "$dir/pocket-emulated" inspect --devices; fi
   POCKET_TEST_CPU_HAS_DOTPROD=$dotprod POCKET_TEST_CPU_HAS_BF16=$bf16 \
     POCKET_TEST_CPU_HAS_I8MM=$i8mm QEMU_CPU=$cpu ctest --test-dir "$dir" --output-on-failure -j2 \
     --output-junit "$dir/ctest-junit.xml" "$@"
