@@ -889,8 +889,7 @@ HWY_INLINE void Rows16Batch(const Rows16Weights& w, const QuantizedActs& a, size
 #if HWY_HAVE_SCALABLE
   for (size_t r = r0; r < r1; r += kRows16Block) {
     for (size_t t = 0; t < n; ++t) {
-      const QuantizedActs one{a.q + t * w.cols, a.d + t * w.groups, a.s + t * w.groups,
-                              a.qs ? a.qs + t * w.groups : nullptr};
+      const QuantizedActs one = a.From(t, w.cols, w.groups);
       if constexpr (kQ8) {
         Rows16GemvQ8(w, one, bias, r, r + kRows16Block, out + t * w.rows);
       } else {

@@ -232,18 +232,15 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
     }
     for (size_t t = 0; t < n; t += kTokenChunk) {
       const size_t chunk = std::min(kTokenChunk, n - t);
-      const auto at = [&](const auto* p) { return p ? p + t * rows.groups : nullptr; };
-      const QuantizedActs part{acts.q + t * w.cols, at(acts.d),       at(acts.s),
-                               at(acts.qs),         at(acts.d_tiles), at(acts.s_tiles)};
-      prefill(packed, part, chunk, item.bias, r0, r1, item.out + t * w.rows);
+      prefill(packed, acts.From(t, w.cols, rows.groups), chunk, item.bias, r0, r1,
+              item.out + t * w.rows);
     }
     return;
   }
   if (n <= kBatchTokens) {  // token by token: the rows stay in cache after the first
     for (size_t t = 0; t < n; ++t) {
-      const QuantizedActs one{acts.q + t * w.cols, acts.d + t * rows.groups,
-                              acts.s + t * rows.groups};
-      kernels.decode(rows, one, item.bias, r0, r1, item.out + t * w.rows);
+      kernels.decode(rows, acts.From(t, w.cols, rows.groups), item.bias, r0, r1,
+                     item.out + t * w.rows);
     }
     return;
   }
@@ -251,9 +248,8 @@ void RowsInt8(const Int8Kernels& kernels, const LinearOut& item, const Quantized
   scratch.resize(8 * rows.groups);
   for (size_t t = 0; t < n; t += kTokenChunk) {
     const size_t chunk = std::min(kTokenChunk, n - t);
-    const QuantizedActs part{acts.q + t * w.cols, acts.d + t * rows.groups,
-                             acts.s + t * rows.groups};
-    kernels.prefill(rows, part, chunk, item.bias, r0, r1, scratch.data(), item.out + t * w.rows);
+    kernels.prefill(rows, acts.From(t, w.cols, rows.groups), chunk, item.bias, r0, r1,
+                    scratch.data(), item.out + t * w.rows);
   }
 }
 

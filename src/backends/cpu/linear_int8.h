@@ -46,6 +46,13 @@ struct QuantizedRows {
 // starts at the same offset t * groups for any t that is a multiple of 16
 // (null where they are not made).
 struct QuantizedActs {
+  // The activations from token t on, for `cols` columns in `groups` groups
+  // (the tiled scales where t is a multiple of 16).
+  QuantizedActs From(size_t t, size_t cols, size_t groups) const {
+    const auto at = [&](const auto* p) { return p ? p + t * groups : nullptr; };
+    return {q + t * cols, at(d), at(s), at(qs), at(d_tiles), at(s_tiles)};
+  }
+
   const int8_t* q;
   const float* d;
   const float* s;
