@@ -1,6 +1,8 @@
 // Element-wise ops over f32 arrays: Add and Swiglu (silu(g) * u).
-// Swiglu uses Highway's vector Exp (contrib/math, within a few ulp of expf),
-// with std::exp for the tail.
+// Swiglu uses Highway's vector Exp (contrib/math, within a few ulp of expf)
+// for every element, the tail too, so that an element's bits do not depend
+// on where the array starts: a step over several tokens flattens their rows
+// into one array and must give each token its single step's bits.
 
 #if defined(POCKET_KERNELS_CPU_ELEMENTWISE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POCKET_KERNELS_CPU_ELEMENTWISE_INL_H_
@@ -9,7 +11,7 @@
 #define POCKET_KERNELS_CPU_ELEMENTWISE_INL_H_
 #endif
 
-#include <cmath>
+#include <algorithm>
 
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
@@ -37,13 +39,21 @@ HWY_INLINE void SwigluArrays(const float* g, const float* u, size_t count, float
   // exp(88) is finite; beyond it silu(g) is ~0 anyway and Exp's range
   // reduction would leave its domain.
   const auto max_arg = hn::Set(d, 88.0f);
-  size_t i = 0;
-  for (; i + N <= count; i += N) {
-    const auto gv = hn::LoadU(d, g + i);
+  const auto swiglu = [&](const float* gp, const float* up, float* op) {
+    const auto gv = hn::LoadU(d, gp);
     const auto silu = hn::Div(gv, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(gv), max_arg))));
-    hn::StoreU(hn::Mul(silu, hn::LoadU(d, u + i)), d, out + i);
-  }
-  for (; i < count; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    hn::StoreU(hn::Mul(silu, hn::LoadU(d, up)), d, op);
+  };
+  size_t i = 0;
+  for (; i + N <= count; i += N) swiglu(g + i, u + i, out + i);
+  if (i == count) return;
+  // The tail through the same vector code, padded with zeros.
+  HWY_ALIGN float gt[HWY_MAX_BYTES / sizeof(float)] = {};
+  HWY_ALIGN float ut[HWY_MAX_BYTES / sizeof(float)] = {};
+  std::copy(g + i, g + count, gt);
+  std::copy(u + i, u + count, ut);
+  swiglu(gt, ut, gt);
+  std::copy(gt, gt + (count - i), out + i);
 }
 
 }  // namespace pocket::cpu::HWY_NAMESPACE

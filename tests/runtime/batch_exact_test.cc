@@ -11,6 +11,7 @@
 #include "runtime/session.h"
 
 #include "tests/runtime/qwen3_fixture.h"
+#include "tests/runtime/stories_fixture.h"
 
 namespace pocket {
 namespace {
@@ -72,6 +73,20 @@ TEST(BatchExactTest, EachTokenOfAStepGetsTheLogitsOfItsSingleStep) {
           if (HasFatalFailure()) return;
         }
       }
+    }
+  }
+}
+
+// f32 weights (stories260K: Llama, eight heads over four KV heads).
+TEST(BatchExactTest, F32WeightsGiveEachTokenItsSingleStep) {
+  const Model* model = testing_stories::StoriesModel();
+  ASSERT_NE(model, nullptr);
+  for (KvType kv : {KvType::kBf16, KvType::kF16, KvType::kQ8, KvType::kF32}) {
+    SessionOptions options;
+    options.kv_type = kv;
+    for (size_t prompt : {5, 300}) {
+      ExpectBatchesEqualSingleSteps(model, options, prompt, {2, 5, 8, 16});
+      if (HasFatalFailure()) return;
     }
   }
 }
