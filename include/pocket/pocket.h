@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define POCKET_API_VERSION 10
+#define POCKET_API_VERSION 11
 
 typedef enum pocket_status {
   POCKET_OK = 0,
@@ -177,6 +177,18 @@ void pocket_session_options_init(pocket_session_options* options);
  * buffers and logits plus one KV page; the message names the numbers. */
 pocket_status pocket_session_new(pocket_model* model, const pocket_session_options* options,
                                  pocket_session** out);
+/* Since API version 11. A session on `draft_model` (the same tokenizer) to
+ * pass as pocket_sampling.draft_session for `target`, sharing target's
+ * budget: the bytes left after both models' weights, scratch and logits
+ * are split so both KV caches hold the same number of tokens, and target's
+ * budget is lowered by the new session's share for good. The new session
+ * slides its window, so drafting never fails where target does not.
+ * Errors change nothing: POCKET_INVALID_ARGUMENT for another tokenizer,
+ * POCKET_BUDGET_EXCEEDED when the budget cannot hold both models with a
+ * window of sink tokens plus a prefill chunk in both caches, or target's
+ * tokens no longer fit; POCKET_BUSY while a call runs on target. */
+pocket_status pocket_session_new_draft(pocket_session* target, pocket_model* draft_model,
+                                       pocket_session** out);
 /* Called while a call on the session is in progress (from its callback or
  * another thread), frees the session when that call returns. */
 void pocket_session_free(pocket_session* session);
@@ -307,7 +319,8 @@ typedef struct pocket_sampling {
   /* Since API version 10: speculative decoding (docs/performance.md).
    * Guessed tokens are verified in one batched step; the output is the
    * same token for token (with a seed, the same as without speculation),
-   * only the number of passes over the weights changes. */
+   * only the number of passes over the weights changes. Since API version
+   * 11 pocket_sampling_init sets POCKET_SPECULATION_AUTO. */
   int32_t speculation;     /* POCKET_SPECULATION_* */
   int32_t max_draft;       /* most tokens guessed per step, 1..15; 0: 8 */
   const char* lookup_text; /* also searched by prompt lookup (a document the
@@ -315,17 +328,26 @@ typedef struct pocket_sampling {
   /* POCKET_SPECULATION_MODEL: a session on a draft model with the same
    * tokenizer (another session than the one generating), held for the
    * call like any session call (POCKET_BUSY to others meanwhile); it keeps
-   * its own KV cache under its own budget. */
+   * its own KV cache, within the generating session's budget when made by
+   * pocket_session_new_draft, else under its own. */
   pocket_session* draft_session;
 } pocket_sampling;
 #define POCKET_SPECULATION_OFF 0
 /* Prompt lookup: guesses from n-grams of the session's own tokens and of
  * lookup_text, verified only where the measured costs and acceptance
- * promise a gain. */
+ * promise a gain. On backends whose batched steps round differently from
+ * single ones (OpenCL, Metal) the output can differ from decoding without
+ * speculation where two tokens' logits nearly tie. */
 #define POCKET_SPECULATION_NGRAM 1
-/* A draft model's greedy guesses (draft_session). */
+/* A draft model's greedy guesses (draft_session); as NGRAM otherwise. */
 #define POCKET_SPECULATION_MODEL 2
-/* Greedy decoding with the model's default length. */
+/* Since API version 11, the default: prompt lookup (as NGRAM) only on a
+ * backend whose batched steps give each token its single step's logits bit
+ * for bit (the CPU), so the output never depends on it; plain decoding
+ * elsewhere. */
+#define POCKET_SPECULATION_AUTO 3
+/* Greedy decoding with the model's default length, prompt lookup where it
+ * is exact (POCKET_SPECULATION_AUTO). */
 void pocket_sampling_init(pocket_sampling* sampling);
 
 /* Receives each piece of generated text (whole UTF-8 characters, not

@@ -20,6 +20,7 @@
 #include "grammar/regex.h"
 #include "runtime/cpu_kernels.h"
 #include "runtime/devices.h"
+#include "runtime/drafters.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -224,29 +225,37 @@ pocket::Status ToTools(const pocket_sampling* s, pocket::GenerateOptions* out) {
   return pocket::Status::Ok();
 }
 
-// pocket_sampling's speculation fields (since version 10). The draft
-// session is held by the caller (DraftCall).
+// pocket_sampling's speculation fields (since version 10; AUTO since 11).
+// The draft session is held by the caller (DraftCall).
 pocket::Status ToSpeculation(const pocket_sampling* s, pocket::GenerateOptions* out) {
+  pocket::SpeculationOptions& spec = out->speculation;
   if (!POCKET_HAS(s, draft_session) || s->speculation == POCKET_SPECULATION_OFF) {
+    spec = pocket::SpeculationOptions::Off();
     return pocket::Status::Ok();
   }
-  if (s->speculation != POCKET_SPECULATION_NGRAM && s->speculation != POCKET_SPECULATION_MODEL) {
-    return pocket::Errorf(pocket::StatusCode::kInvalidArgument,
-                          "pocket_sampling: speculation %d is not POCKET_SPECULATION_OFF (0), "
-                          "POCKET_SPECULATION_NGRAM (1) or POCKET_SPECULATION_MODEL (2)",
-                          s->speculation);
+  switch (s->speculation) {
+    case POCKET_SPECULATION_AUTO:
+      break;
+    case POCKET_SPECULATION_NGRAM:
+      spec.exact_backends_only = false;
+      break;
+    case POCKET_SPECULATION_MODEL:
+      if (s->draft_session == nullptr) {
+        return pocket::Status(pocket::StatusCode::kInvalidArgument,
+                              "pocket_sampling: POCKET_SPECULATION_MODEL needs a draft_session");
+      }
+      spec.draft_session = s->draft_session->session.get();
+      spec.exact_backends_only = false;
+      break;
+    default:
+      return pocket::Errorf(pocket::StatusCode::kInvalidArgument,
+                            "pocket_sampling: speculation %d is not POCKET_SPECULATION_OFF (0), "
+                            "POCKET_SPECULATION_NGRAM (1), POCKET_SPECULATION_MODEL (2) or "
+                            "POCKET_SPECULATION_AUTO (3)",
+                            s->speculation);
   }
-  if (s->speculation == POCKET_SPECULATION_MODEL) {
-    if (s->draft_session == nullptr) {
-      return pocket::Status(pocket::StatusCode::kInvalidArgument,
-                            "pocket_sampling: POCKET_SPECULATION_MODEL needs a draft_session");
-    }
-    out->speculation.draft_session = s->draft_session->session.get();
-  } else {
-    out->speculation.prompt_lookup = true;
-  }
-  if (s->max_draft != 0) out->speculation.max_draft = s->max_draft;
-  if (s->lookup_text != nullptr) out->speculation.lookup_text = s->lookup_text;
+  if (s->max_draft != 0) spec.max_draft = s->max_draft;
+  if (s->lookup_text != nullptr) spec.lookup_text = s->lookup_text;
   return pocket::Status::Ok();
 }
 
@@ -545,6 +554,24 @@ pocket_status pocket_session_new(pocket_model* model, const pocket_session_optio
   return Ok();
 }
 
+pocket_status pocket_session_new_draft(pocket_session* target, pocket_model* draft_model,
+                                       pocket_session** out) {
+  if (out == nullptr) return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_new_draft: out is NULL");
+  *out = nullptr;
+  if (draft_model == nullptr) {
+    return Fail(POCKET_INVALID_ARGUMENT, "pocket_session_new_draft: draft_model is NULL");
+  }
+  const SessionCall call(target, "pocket_session_new_draft");
+  if (!call.ok()) return Fail(call.status());
+  pocket::Status s = Resume(target, "pocket_session_new_draft");
+  if (!s.ok()) return Fail(s);
+  const pocket::Model* draft = draft_model->model.get();
+  auto session = pocket::CreateDraftSession(target->session.get(), draft, draft->default_kv_type());
+  if (!session.ok()) return Fail(session.status());
+  *out = new pocket_session{std::move(session).value()};
+  return Ok();
+}
+
 void pocket_session_free(pocket_session* session) {
   if (session == nullptr) return;
   while (true) {
@@ -702,6 +729,7 @@ void pocket_sampling_init(pocket_sampling* sampling) {
   sampling->top_p = 1.0f;
   sampling->repeat_penalty = 1.0f;
   sampling->repeat_last_n = 64;
+  sampling->speculation = POCKET_SPECULATION_AUTO;
 }
 
 void pocket_generation_init(pocket_generation* result) {

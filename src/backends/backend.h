@@ -72,6 +72,11 @@ struct BackendCapabilities {
   bool state_rows = false;
   // BackendSession::set_op_times adds the steps' wall times.
   bool op_times = false;
+  // Each row of a kAllRows run of up to 16 tokens equals, bit for bit, the
+  // logits of that token's own single-token run, so verifying guesses in
+  // one step (speculative decoding) never changes the output; speculation
+  // is on by default only on such backends.
+  bool exact_batch_rows = false;
 
   bool Supports(KvType type) const { return (kv_types >> static_cast<unsigned>(type)) & 1u; }
 };

@@ -43,11 +43,34 @@ void PromptLookupDrafter::Draft(const std::vector<int32_t>& sequence, size_t max
   }
 }
 
+bool ModelDrafter::Sync(const std::vector<int32_t>& sequence) {
+  draft_->Truncate(draft_->position() - std::min(guessed_, draft_->position()));
+  guessed_ = 0;
+  // Within a generation the sequence only grows; a sliding window makes the
+  // session's tokens differ from it, so the session's own prefix is not the
+  // test.
+  const bool grows = !seen_.empty() && seen_.size() < sequence.size() &&
+                     std::equal(seen_.begin(), seen_.end(), sequence.begin());
+  Status s;
+  if (grows) {
+    s = draft_->Eval(
+        std::vector<int32_t>(sequence.begin() + static_cast<long>(seen_.size()), sequence.end()),
+        LogitsMode::kLast, &logits_);
+  } else {
+    size_t computed = 0;
+    s = draft_->EvalReusingPrefix(sequence, LogitsMode::kLast, &logits_, &computed);
+  }
+  if (!s.ok()) {
+    seen_.clear();
+    return false;
+  }
+  seen_ = sequence;
+  return true;
+}
+
 void ModelDrafter::Draft(const std::vector<int32_t>& sequence, size_t max_tokens,
                          std::vector<int32_t>* draft) {
-  if (max_tokens == 0 || sequence.empty()) return;
-  size_t computed = 0;
-  if (!draft_->EvalReusingPrefix(sequence, LogitsMode::kLast, &logits_, &computed).ok()) return;
+  if (max_tokens == 0 || sequence.empty() || !Sync(sequence)) return;
   for (size_t i = 0; i < max_tokens; ++i) {
     // Greedy: the draft is one token with certainty, which the target's
     // sampler accepts exactly when it picks it (speculative.h).
@@ -55,6 +78,7 @@ void ModelDrafter::Draft(const std::vector<int32_t>& sequence, size_t max_tokens
         static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
     draft->push_back(next);
     if (i + 1 == max_tokens || !draft_->Eval({next}, LogitsMode::kLast, &logits_).ok()) return;
+    ++guessed_;
   }
 }
 
@@ -82,6 +106,43 @@ Status CheckDraftModel(const Model& target, const Model& draft) {
     }
   }
   return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Session>> CreateDraftSession(Session* target, const Model* draft,
+                                                      KvType kv_type) {
+  POCKET_RETURN_IF_ERROR(CheckDraftModel(target->model(), *draft));
+  SessionOptions options = target->options();
+  options.kv_type = kv_type;
+  if (draft->backend().capabilities().sliding_window) options.kv_policy = KvPolicy::kSlide;
+  const size_t budget = target->options().budget_bytes;
+  if (budget == 0) return Session::Create(draft, options);
+
+  // The draft session's fixed bytes and KV bytes per token, from the
+  // session itself before it has allocated anything.
+  options.budget_bytes = 0;
+  auto session = Session::Create(draft, options);
+  if (!session.ok()) return session.status();
+  Session& drafting = **session;
+  const size_t fixed = target->fixed_budget_bytes() + drafting.fixed_budget_bytes();
+  const BackendSession& t = target->backend_session();
+  const BackendSession& d = drafting.backend_session();
+  const double per_token = static_cast<double>(t.kv_page_bytes()) / t.kv_page_tokens() +
+                           static_cast<double>(d.kv_page_bytes()) / d.kv_page_tokens();
+  const size_t tokens =
+      fixed < budget ? static_cast<size_t>(static_cast<double>(budget - fixed) / per_token) : 0;
+  const size_t pages = (tokens + d.kv_page_tokens() - 1) / d.kv_page_tokens();
+  const size_t share = drafting.fixed_budget_bytes() + pages * d.kv_page_bytes();
+  const size_t window = options.sink_tokens + options.prefill_chunk;
+  if (tokens < window || share >= budget) {
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "a memory budget of %.1f MiB cannot hold the model and the draft model (%.1f "
+                  "MiB before any KV cache) with a window of %zu tokens in both caches; raise "
+                  "the budget (budget_bytes)",
+                  static_cast<double>(budget) / kMiB, static_cast<double>(fixed) / kMiB, window);
+  }
+  POCKET_RETURN_IF_ERROR(drafting.SetBudget(share));
+  POCKET_RETURN_IF_ERROR(target->SetBudget(budget - share));
+  return session;
 }
 
 }  // namespace pocket

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/session.h"
@@ -45,9 +46,9 @@ class PromptLookupDrafter : public Drafter {
 };
 
 // A draft model: a smaller model with the same tokenizer, run greedily on
-// its own session, which it keeps in step with the sequence (only the
-// tokens it has not seen are run). A draft model that fails (its budget,
-// its context) proposes nothing.
+// its own session, which it keeps in step with the sequence: only the
+// tokens it has not seen are run, also once its window has slid. A draft
+// model that fails (its budget, its context) proposes nothing.
 class ModelDrafter : public Drafter {
  public:
   explicit ModelDrafter(Session* draft) : draft_(draft) {}
@@ -56,13 +57,34 @@ class ModelDrafter : public Drafter {
   bool cheap() const override { return false; }
 
  private:
+  // Runs what the draft session has not seen of `sequence`, after taking
+  // its guesses off; false when the session failed.
+  bool Sync(const std::vector<int32_t>& sequence);
+
   Session* draft_;
   std::vector<float> logits_;
+  std::vector<int32_t> seen_;  // the sequence the session has run
+  size_t guessed_ = 0;         // guesses run after it
 };
 
 // Ok when `draft` can draft for `target`: the same vocabulary, token for
 // token, and the same special tokens; otherwise InvalidArgument saying what
 // differs.
 Status CheckDraftModel(const Model& target, const Model& draft);
+
+// A session on `draft` that drafts for `target` inside target's budget, so
+// that the two models and their caches together stay within it. The bytes
+// left after both sessions' fixed bytes (weights, scratch, logits) are
+// split so that both caches hold the same number of tokens; target's
+// budget is lowered by the draft session's share (Session::SetBudget) and
+// stays so. The draft session slides (kSlide) where its backend can, so it
+// never fails where target does not: a draft model that forgot the oldest
+// tokens guesses worse, never wrongly. With an unlimited budget both stay
+// unlimited. Errors change nothing: the tokenizers differ
+// (CheckDraftModel), a KV type the draft's backend does not store, or the
+// budget cannot hold both models with a sliding window of the draft's
+// beside target's tokens (BudgetExceeded).
+StatusOr<std::unique_ptr<Session>> CreateDraftSession(Session* target, const Model* draft,
+                                                      KvType kv_type);
 
 }  // namespace pocket

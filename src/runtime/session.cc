@@ -299,6 +299,20 @@ void Session::ReleaseScratch() {
   backend_->Truncate(tokens_.size());
 }
 
+Status Session::SetBudget(size_t budget_bytes) {
+  const size_t before = options_.budget_bytes;
+  if (budget_bytes != 0 && (before == 0 || budget_bytes < before)) ReleaseScratch();
+  options_.budget_bytes = budget_bytes;
+  if (budget_bytes != 0 && (max_tokens() == 0 || max_tokens() < position())) {
+    options_.budget_bytes = before;
+    return Errorf(StatusCode::kBudgetExceeded,
+                  "a budget of %s does not hold the %zu tokens the session holds beside its "
+                  "%.1f MiB of weights, scratch and logits",
+                  BudgetText(budget_bytes).c_str(), position(), MiB(fixed_budget_bytes()));
+  }
+  return Status::Ok();
+}
+
 void Session::Truncate(size_t n) {
   if (n >= tokens_.size()) return;
   tokens_.resize(n);

@@ -116,6 +116,18 @@ class Session {
   // nothing.
   void set_op_times(OpTimes* times) { backend_->set_op_times(times); }
 
+  // Changes the budget (0: unlimited), for a session that gives part of
+  // its budget to another (CreateDraftSession) or an app that lowers it
+  // under memory pressure. Lowering gives back the scratch buffers and the
+  // KV pages past the position first; BudgetExceeded, the budget unchanged,
+  // when the tokens held do not fit the new one.
+  Status SetBudget(size_t budget_bytes);
+  // What the budget holds besides KV pages for single steps and prefill
+  // chunks: weights, model, scratch and logits, and the OS's commit slack.
+  size_t fixed_budget_bytes() const {
+    return FixedBytes(LogitsMode::kLast, 1).total() + backend_->kv_commit_slack();
+  }
+
   // Positions the budget and the context allow for kLast evaluation.
   size_t max_tokens() const { return TokenLimit(LogitsMode::kLast, 1); }
   // What the session holds now, by category.

@@ -100,7 +100,7 @@ SpeculativeDecoder::SpeculativeDecoder(Session* session, const SpeculationOption
     : session_(session),
       options_(options),
       vocab_(static_cast<size_t>(session->model().config().vocab)) {
-  if (!options.enabled()) return;
+  if (!options.EnabledOn(session->model())) return;
   if (options.draft_session != nullptr) {
     drafter_ = std::make_unique<ModelDrafter>(options.draft_session);
   } else {

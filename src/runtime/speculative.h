@@ -50,8 +50,11 @@ namespace pocket {
 
 struct SpeculationOptions {
   // Drafters; with none, decoding is plain. A draft session takes
-  // precedence over prompt lookup.
-  bool prompt_lookup = false;  // n-grams of the session's own tokens
+  // precedence over prompt lookup. The default, prompt lookup verified
+  // where the cost model promises a gain on a backend with exact batch
+  // rows, never changes the output and costs next to nothing where text
+  // does not repeat (docs/performance.md).
+  bool prompt_lookup = true;  // n-grams of the session's own tokens
   // Searched by prompt lookup after the session's tokens (tokenized without
   // BOS; prompt lookup is on when it is not empty).
   std::string lookup_text;
@@ -62,13 +65,28 @@ struct SpeculationOptions {
   // Choose the draft length per step from the cost model; false: always
   // verify as many guesses as the drafter has, up to max_draft.
   bool adaptive = true;
+  // Speculate only on a backend whose batched rows are its single steps'
+  // bits (BackendCapabilities::exact_batch_rows); explicit requests (the
+  // CLI's --spec, the C API's POCKET_SPECULATION_NGRAM and _MODEL) clear it
+  // and take a backend's rounding differences between a batched and a
+  // single step.
+  bool exact_backends_only = true;
 
   // A step verifies the newest token and its guesses: at most 16 tokens,
   // which the CPU backend runs with each token's single-step bits
   // (backends/cpu/ops.h: kBatchTokens).
   static constexpr int32_t kMaxDraft = 15;
+  static SpeculationOptions Off() {
+    SpeculationOptions off;
+    off.prompt_lookup = false;
+    return off;
+  }
   bool enabled() const {
     return max_draft > 0 && (prompt_lookup || !lookup_text.empty() || draft_session != nullptr);
+  }
+  // Whether a session on `model` speculates with these options.
+  bool EnabledOn(const Model& model) const {
+    return enabled() && (!exact_backends_only || model.backend().capabilities().exact_batch_rows);
   }
 };
 

@@ -1,9 +1,10 @@
 // Speculative decoding through the C API (pocket_sampling's speculation,
-// max_draft, lookup_text and draft_session; pocket_generation's step
-// counts) on a tiny
-// synthetic Qwen3: the text equals decoding without speculation, bad
-// values are POCKET_INVALID_ARGUMENT, and a caller built against API
-// version 9 (no such fields) generates as before.
+// max_draft, lookup_text and draft_session; pocket_session_new_draft;
+// pocket_generation's step counts) on a tiny synthetic Qwen3: the text
+// equals decoding without speculation (the default, AUTO, too), a draft
+// session's budget comes out of the target's, bad values are
+// POCKET_INVALID_ARGUMENT, and a caller built against API version 9 (no
+// such fields) generates as before.
 #include <unistd.h>
 
 #include <cstddef>
@@ -63,6 +64,7 @@ std::string Speculation::path_;
 TEST_F(Speculation, TextEqualsPlainDecoding) {
   pocket_sampling sampling;
   pocket_sampling_init(&sampling);
+  sampling.speculation = POCKET_SPECULATION_OFF;
   sampling.max_new_tokens = 40;
   sampling.ignore_eos = 1;
   std::string plain, fast;
@@ -79,6 +81,16 @@ TEST_F(Speculation, TextEqualsPlainDecoding) {
   EXPECT_EQ(result.n_generated, 40);
   EXPECT_LE(result.n_accepted, result.n_drafted);
   // A kept guess saves a step.
+  EXPECT_EQ(result.n_decode_steps, 39 - result.n_accepted);
+  // The default, prompt lookup where the backend is exact.
+  pocket_sampling defaults;
+  pocket_sampling_init(&defaults);
+  EXPECT_EQ(defaults.speculation, POCKET_SPECULATION_AUTO);
+  defaults.max_new_tokens = 40;
+  defaults.ignore_eos = 1;
+  std::string automatic;
+  ASSERT_EQ(Generate(defaults, &automatic, &result), POCKET_OK) << pocket_last_error();
+  EXPECT_EQ(automatic, plain);
   EXPECT_EQ(result.n_decode_steps, 39 - result.n_accepted);
 }
 
@@ -105,6 +117,52 @@ TEST_F(Speculation, DraftModelTextEqualsPlainDecoding) {
             std::string::npos)
       << pocket_last_error();
   pocket_session_free(draft);
+}
+
+uint64_t Budget(const pocket_session* session) {
+  pocket_memory_usage usage;
+  pocket_memory_usage_init(&usage);
+  EXPECT_EQ(pocket_session_memory(session, &usage), POCKET_OK) << pocket_last_error();
+  return usage.budget;
+}
+
+// pocket_session_new_draft: the draft session's budget comes out of the
+// target's, and the text equals plain decoding in a session with the
+// budget left to the target.
+TEST_F(Speculation, ADraftSessionSharesTheBudget) {
+  pocket_session_options options;
+  pocket_session_options_init(&options);
+  options.budget_bytes = 64ull << 20;
+  pocket_session *target = nullptr, *draft = nullptr;
+  ASSERT_EQ(pocket_session_new(model_, &options, &target), POCKET_OK) << pocket_last_error();
+  ASSERT_EQ(pocket_session_new_draft(target, model_, &draft), POCKET_OK) << pocket_last_error();
+  EXPECT_EQ(Budget(target) + Budget(draft), options.budget_bytes);
+  EXPECT_LT(Budget(draft), options.budget_bytes);
+
+  pocket_sampling sampling;
+  pocket_sampling_init(&sampling);
+  sampling.max_new_tokens = 30;
+  sampling.ignore_eos = 1;
+  sampling.speculation = POCKET_SPECULATION_OFF;
+  options.budget_bytes = Budget(target);
+  pocket_session* plain_session = nullptr;
+  ASSERT_EQ(pocket_session_new(model_, &options, &plain_session), POCKET_OK);
+  std::string plain, fast;
+  ASSERT_EQ(Generate(sampling, &plain, nullptr, plain_session), POCKET_OK) << pocket_last_error();
+  sampling.speculation = POCKET_SPECULATION_MODEL;
+  sampling.draft_session = draft;
+  pocket_generation result;
+  pocket_generation_init(&result);
+  ASSERT_EQ(Generate(sampling, &fast, &result, target), POCKET_OK) << pocket_last_error();
+  EXPECT_EQ(fast, plain);
+  EXPECT_GT(result.n_accepted, 0);
+
+  EXPECT_EQ(pocket_session_new_draft(target, nullptr, &draft), POCKET_INVALID_ARGUMENT);
+  EXPECT_EQ(pocket_session_new_draft(nullptr, model_, &draft), POCKET_INVALID_ARGUMENT);
+  EXPECT_EQ(pocket_session_new_draft(target, model_, nullptr), POCKET_INVALID_ARGUMENT);
+  pocket_session_free(plain_session);
+  pocket_session_free(draft);
+  pocket_session_free(target);
 }
 
 TEST_F(Speculation, BadValuesAreInvalidArguments) {

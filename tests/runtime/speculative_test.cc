@@ -73,6 +73,7 @@ int64_t ExpectSameGreedyIds(const Model* model, const SessionOptions& session_op
   for (const std::string& prompt : prompts) {
     for (int n : lengths) {
       GenerateOptions plain;
+      plain.speculation = SpeculationOptions::Off();
       plain.max_new_tokens = n;
       plain.ignore_eos = n > 100;  // long runs go on; short ones may stop
       GenerateOptions fast = plain;
@@ -171,6 +172,36 @@ TEST(SpeculativeTest, GreedyIdsEqualPlainWithADraftModel) {
   ExpectSameGreedyIds(qwen, unlimited, spec, {"hello", "a b c a b c"}, {30});
 }
 
+// The default speculates (prompt lookup) on a backend whose batched rows
+// are exact, and not on others unless asked.
+TEST(SpeculativeTest, TheDefaultSpeculatesOnlyOnExactBackends) {
+  ModelOptions on_reference;
+  on_reference.backend = "reference";
+  auto reference = Model::Load(testing_stories::StoriesPath(), on_reference);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  const Model* cpu = testing_stories::StoriesModel();
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_TRUE(cpu->backend().capabilities().exact_batch_rows);
+  ASSERT_FALSE((*reference)->backend().capabilities().exact_batch_rows);
+  GenerateOptions o;
+  o.max_new_tokens = 60;
+  o.speculation.adaptive = false;  // every draft verified where it runs
+  for (const Model* model : {cpu, static_cast<const Model*>(reference->get())}) {
+    for (bool asked : {false, true}) {
+      o.speculation.exact_backends_only = !asked;
+      Session session(model, SessionOptions());
+      const GenerateResult r = GenerateIds(&session, kStoryPrompts[1], o);
+      const bool speculates = model == cpu || asked;
+      EXPECT_EQ(r.speculation.batched_steps > 0, speculates)
+          << model->backend().name() << (asked ? ", asked" : ", by default");
+    }
+  }
+  // Off is off everywhere.
+  o.speculation = SpeculationOptions::Off();
+  Session session(cpu, SessionOptions());
+  EXPECT_EQ(GenerateIds(&session, kStoryPrompts[1], o).speculation.batched_steps, 0);
+}
+
 TEST(SpeculativeTest, ADraftModelWithAnotherTokenizerIsRefused) {
   const Model* stories = testing_stories::StoriesModel();
   const Model* qwen = testing_qwen3::Qwen3Model();
@@ -238,6 +269,7 @@ TEST(SpeculativeTest, GreedyIdsEqualPlainAtTheBudgetsEdge) {
   // Policy kError fails at the same token, with the same tokens cached.
   const SessionOptions bounded = BudgetFor(model, 350, KvPolicy::kError, 4);
   GenerateOptions plain;
+  plain.speculation = SpeculationOptions::Off();
   plain.max_new_tokens = 600;
   plain.ignore_eos = true;
   GenerateOptions fast = plain;
@@ -260,6 +292,7 @@ TEST(SpeculativeTest, SeededSampledRunsReproduceThePlainRuns) {
   for (bool with_model : {false, true}) {
     for (uint64_t seed = 1; seed <= 4; ++seed) {
       GenerateOptions plain;
+      plain.speculation = SpeculationOptions::Off();
       plain.max_new_tokens = 120;
       plain.sampling.temperature = 0.7f;
       plain.sampling.top_k = 40;

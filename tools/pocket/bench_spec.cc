@@ -100,7 +100,7 @@ bool MeasureSpeculation(Session* session, const std::vector<int32_t>& prompt,
       (mode == LogitsMode::kAll ? out->verify_ms : out->last_row_ms).push_back(1e3 * seconds);
     }
   }
-  const SpeculationOptions plain;
+  const SpeculationOptions plain = SpeculationOptions::Off();
   std::vector<double> plain_rates, spec_rates, speedups;
   int64_t tokens = 0, steps = 0;
   for (int64_t run = 0; run <= reps; ++run) {  // the first pair warms up
@@ -196,9 +196,6 @@ bool WantsSpecBench(const Args& args) {
 int RunSpecBench(const Args& args, const LoadedModel& loaded) {
   const Model& model = *loaded.model;
   const int64_t n_prompt = args.Int("-p"), n_gen = args.Int("-n");
-  SpeculationOptions options;
-  DraftModel draft;
-  if (const int rc = SpeculationFromArgs(args, loaded, &draft, &options); rc != kExitOk) return rc;
   std::vector<int32_t> prompt, replay;
   if (args.Has("--spec-replay")) {
     const int rc = ReplayTokens(args, model, n_prompt, n_gen, &prompt, &replay);
@@ -211,6 +208,11 @@ int RunSpecBench(const Args& args, const LoadedModel& loaded) {
   }
   std::unique_ptr<Session> session;
   if (const int rc = NewSession(loaded, &session); rc != kExitOk) return rc;
+  SpeculationOptions options;
+  DraftModel draft;
+  if (const int rc = SpeculationFromArgs(args, session.get(), &draft, &options); rc != kExitOk) {
+    return rc;
+  }
   SpecBench bench;
   if (!MeasureSpeculation(session.get(), prompt, replay, n_gen, args.Int("-r"), options, &bench)) {
     return kExitError;

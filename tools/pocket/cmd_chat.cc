@@ -11,6 +11,7 @@
 #include "tools/pocket/commands.h"
 #include "tools/pocket/model_flags.h"
 #include "tools/pocket/option_flags.h"
+#include "tools/pocket/spec_flags.h"
 #include "util/file_io.h"
 
 namespace pocket::cli {
@@ -42,7 +43,8 @@ const FlagTable& ChatFlags() {
 }  // namespace
 
 int CmdChat(int argc, char** argv) {
-  Args args({&ChatFlags(), &ModelFlags(), &SamplingFlags(), &ConstraintFlags()});
+  Args args(
+      {&ChatFlags(), &ModelFlags(), &SamplingFlags(), &ConstraintFlags(), &SpeculationFlags()});
   if (!args.Parse(argc, argv)) {
     std::fprintf(stderr, "error: %s\n\n%s", args.error().c_str(), kChatUsage);
     return kExitUsage;
@@ -83,6 +85,9 @@ int CmdChat(int argc, char** argv) {
   chat.enable_thinking = !args.Has("--no-think");
   std::unique_ptr<Session> session;
   rc = NewSession(loaded, &session);
+  if (rc != kExitOk) return rc;
+  DraftModel draft;
+  rc = SpeculationFromArgs(args, session.get(), &draft, &options.speculation);
   if (rc != kExitOk) return rc;
   bool first_turn = true;
   bool failed = false;

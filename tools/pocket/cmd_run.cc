@@ -97,14 +97,14 @@ int CmdRun(int argc, char** argv) {
   GenerateOptions options;
   rc = GenerateOptionsFromArgs(args, loaded.model->config(), &options);
   if (rc != kExitOk) return rc;
-  DraftModel draft;
-  rc = SpeculationFromArgs(args, loaded, &draft, &options.speculation);
-  if (rc != kExitOk) return rc;
-
-  const bool json = args.Has("--json");
   std::unique_ptr<Session> session;
   rc = NewSession(loaded, &session);
   if (rc != kExitOk) return rc;
+  DraftModel draft;
+  rc = SpeculationFromArgs(args, session.get(), &draft, &options.speculation);
+  if (rc != kExitOk) return rc;
+
+  const bool json = args.Has("--json");
   TextCallback print = [json](std::string_view piece, int32_t) {
     if (!json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);

@@ -13,10 +13,11 @@ const FlagTable& SpeculationFlags() {
   static const FlagTable table{
       "speculative decoding (the same output, fewer passes over the weights)",
       {
-          Text("--spec", "ngram|model:FILE|off",
+          Text("--spec", "auto|ngram|model:FILE|off",
                "draft tokens by prompt lookup (n-grams of the prompt and output) or with a "
-               "smaller model of the same tokenizer, and verify them in one batched step "
-               "(default off)"),
+               "smaller model of the same tokenizer (within the budget: the two caches share "
+               "it), and verify them in one batched step; auto (the default): prompt lookup "
+               "on a backend whose batched steps are exact (the CPU), off elsewhere"),
           Text("--spec-lookup", "FILE",
                "text prompt lookup also searches (a document the output quotes); implies "
                "--spec ngram"),
@@ -29,9 +30,11 @@ const FlagTable& SpeculationFlags() {
   return table;
 }
 
-int SpeculationFromArgs(const Args& args, const LoadedModel& loaded, DraftModel* draft,
+int SpeculationFromArgs(const Args& args, Session* session, DraftModel* draft,
                         SpeculationOptions* out) {
   const std::string spec = args.Get("--spec");
+  *out = SpeculationOptions();
+  out->exact_backends_only = spec == "auto" || (spec.empty() && !args.Has("--spec-lookup"));
   out->max_draft = static_cast<int32_t>(args.Int("--spec-max"));
   out->adaptive = !args.Has("--spec-fixed");
   if (args.Has("--spec-lookup")) {
@@ -44,13 +47,18 @@ int SpeculationFromArgs(const Args& args, const LoadedModel& loaded, DraftModel*
     out->lookup_text = std::move(text).value();
     out->prompt_lookup = true;
   }
-  if (spec.empty() || spec == "off") return kExitOk;
+  if (spec == "off") {
+    *out = SpeculationOptions::Off();
+    return kExitOk;
+  }
+  if (spec.empty() || spec == "auto") return kExitOk;
   if (spec == "ngram") {
     out->prompt_lookup = true;
     return kExitOk;
   }
   if (spec.rfind("model:", 0) != 0 || spec.size() == 6) {
-    std::fprintf(stderr, "error: --spec takes ngram, model:FILE or off, not '%s'\n", spec.c_str());
+    std::fprintf(stderr, "error: --spec takes auto, ngram, model:FILE or off, not '%s'\n",
+                 spec.c_str());
     return kExitUsage;
   }
   ModelOptions options;
@@ -63,13 +71,7 @@ int SpeculationFromArgs(const Args& args, const LoadedModel& loaded, DraftModel*
     return kExitError;
   }
   draft->model = std::move(model).value();
-  if (Status s = CheckDraftModel(*loaded.model, *draft->model); !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    return kExitError;
-  }
-  SessionOptions session = loaded.session;
-  session.kv_type = draft->model->default_kv_type();
-  auto created = Session::Create(draft->model.get(), session);
+  auto created = CreateDraftSession(session, draft->model.get(), draft->model->default_kv_type());
   if (!created.ok()) {
     std::fprintf(stderr, "error: draft model: %s\n", InFlagTerms(created.status()).c_str());
     return kExitError;

@@ -19,9 +19,10 @@ struct DraftModel {
 };
 
 // Fills *out from the flags (a draft model is loaded into *draft with the
-// model flags' threads, backend and maths, and checked against `loaded`).
-// Returns an exit code, the error printed.
-int SpeculationFromArgs(const Args& args, const LoadedModel& loaded, DraftModel* draft,
+// model flags' threads, backend and maths, and given a session that shares
+// `session`'s budget: CreateDraftSession). Returns an exit code, the error
+// printed.
+int SpeculationFromArgs(const Args& args, Session* session, DraftModel* draft,
                         SpeculationOptions* out);
 
 }  // namespace pocket::cli

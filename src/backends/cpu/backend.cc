@@ -85,6 +85,7 @@ class CpuBackend final : public Backend {
     c.sliding_window = true;
     c.state_rows = true;
     c.op_times = true;
+    c.exact_batch_rows = true;  // ops.h: kBatchTokens
     return c;
   }
   // bf16 where attention multiplies in bf16 on this CPU, since it rounds
@@ -166,7 +167,7 @@ std::string DescribeDevices() {
 
 ThreadPool* ThreadPoolOf(const Backend& backend) {
   return std::string(backend.name()) == "cpu" ? static_cast<const CpuBackend&>(backend).pool()
-                                               : nullptr;
+                                              : nullptr;
 }
 
 }  // namespace cpu
