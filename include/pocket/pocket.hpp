@@ -182,6 +182,15 @@ class Session {
     return Status(pocket_session_save(s_, path.c_str()));
   }
   Status Load(const std::string& path) { return Status(pocket_session_load(s_, path.c_str())); }
+  // A session on `draft`, a smaller model with the same tokenizer, to set as
+  // Sampling::draft_session with POCKET_SPECULATION_MODEL; it shares this
+  // session's budget (pocket_session_new_draft).
+  Status NewDraft(Model& draft, Session* out) {
+    pocket_session* s = nullptr;
+    Status status(pocket_session_new_draft(s_, draft.get(), &s));
+    if (status.ok()) *out = Session(s, draft.get());
+    return status;
+  }
   // Moves the conversation to `target`, the same model file loaded with
   // another backend (pocket_session_move); `target` must outlive the session.
   Status MoveTo(Model& target) {

@@ -1,6 +1,7 @@
 #include "runtime/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -43,6 +44,8 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, const Mode
   POCKET_ASSIGN_OR_RETURN(const BackendEntry* backend_entry, FindBackend(options.backend));
   POCKET_RETURN_IF_ERROR(ApplyCpuTuning(options));
   std::unique_ptr<Model> model(new Model());
+  static std::atomic<uint64_t> loaded{0};
+  model->serial_ = ++loaded;
   POCKET_ASSIGN_OR_RETURN(model->file_, PocketFile::Open(path));
   // The heap the model's own structures take, measured around building them
   // (another thread allocating at the same time only makes it larger);

@@ -12,6 +12,7 @@
 // slower), so the machine is never oversubscribed.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -91,6 +92,10 @@ class Model {
                                                const ModelOptions& options);
   ~Model();
 
+  // Distinct for every Model loaded in the process, also where a new one
+  // takes a freed one's address: the key of what is learned about a loaded
+  // model (speculation's step costs).
+  uint64_t serial() const { return serial_; }
   const ModelConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const Plan& plan() const { return plan_; }
@@ -133,6 +138,7 @@ class Model {
  private:
   Model() = default;
 
+  uint64_t serial_ = 0;
   std::unique_ptr<PocketFile> file_;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;

@@ -31,14 +31,15 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// The cost model learned per model, shared by the process's decoders.
+// The cost model learned per loaded model (Model::serial), shared by the
+// process's decoders.
 struct LearnedCosts {
   double single_seconds = 0.0;
   std::vector<double> relative;  // c(b) at b - 1; 0 where not timed
 };
 std::mutex costs_mutex;
-std::map<const Model*, LearnedCosts>& CostsByModel() {
-  static std::map<const Model*, LearnedCosts> costs;
+std::map<uint64_t, LearnedCosts>& CostsByModel() {
+  static std::map<uint64_t, LearnedCosts> costs;
   return costs;
 }
 
@@ -113,7 +114,7 @@ SpeculativeDecoder::SpeculativeDecoder(Session* session, const SpeculationOption
   }
   std::lock_guard<std::mutex> lock(costs_mutex);
   relative_.assign(SpeculationOptions::kMaxDraft + 1, 0.0);
-  const auto it = CostsByModel().find(&session->model());
+  const auto it = CostsByModel().find(session->model().serial());
   if (it != CostsByModel().end()) {
     single_seconds_ = it->second.single_seconds;
     relative_ = it->second.relative;
@@ -123,7 +124,7 @@ SpeculativeDecoder::SpeculativeDecoder(Session* session, const SpeculationOption
 SpeculativeDecoder::~SpeculativeDecoder() {
   if (drafter_ == nullptr || stats_.batched_steps == 0 || single_seconds_ == 0.0) return;
   std::lock_guard<std::mutex> lock(costs_mutex);
-  CostsByModel()[&session_->model()] = {single_seconds_, relative_};
+  CostsByModel()[session_->model().serial()] = {single_seconds_, relative_};
 }
 
 size_t SpeculativeDecoder::BatchRoom() const {

@@ -70,6 +70,35 @@ TEST(CppApi, GreedyGenerationMatchesLlama2c) {
   EXPECT_EQ(gen.text.substr(0, golden.size()), golden);
 }
 
+// The model drafting for itself inside the session's budget: the text is
+// still llama2.c's and the two budgets add up to the one given. (Drafting
+// with the model itself never pays, so the cost model may verify no
+// guess; tests/runtime/draft_session_test.cc checks kept guesses with
+// every draft verified.)
+TEST(CppApi, ADraftSessionInsideTheBudgetKeepsTheGoldenText) {
+  pocket::Model model;
+  ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok()) << pocket_last_error();
+  pocket::SessionOptions options;
+  options.budget_bytes = 16u << 20;
+  pocket::Session session, draft;
+  ASSERT_TRUE(model.NewSession(options, &session).ok()) << pocket_last_error();
+  ASSERT_TRUE(session.NewDraft(model, &draft).ok()) << pocket_last_error();
+  pocket::MemoryUsage target_memory, draft_memory;
+  ASSERT_TRUE(session.Memory(&target_memory).ok());
+  ASSERT_TRUE(draft.Memory(&draft_memory).ok());
+  EXPECT_EQ(target_memory.budget + draft_memory.budget, options.budget_bytes);
+  pocket::Sampling sampling;
+  sampling.max_new_tokens = 60;
+  sampling.speculation = POCKET_SPECULATION_MODEL;
+  sampling.draft_session = draft.get();
+  pocket::Generation gen;
+  ASSERT_TRUE(session.Generate("Once upon a time", sampling, nullptr, &gen).ok())
+      << pocket_last_error();
+  const std::string golden = kGoldenContinuation;
+  ASSERT_GE(gen.text.size(), golden.size());
+  EXPECT_EQ(gen.text.substr(0, golden.size()), golden);
+}
+
 TEST(CppApi, StopStringEndsGenerationWithoutEmittingIt) {
   pocket::Model model;
   ASSERT_TRUE(pocket::Model::Load(kModel, {}, &model).ok());
