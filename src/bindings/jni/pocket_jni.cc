@@ -141,27 +141,32 @@ bool ReadStrings(JNIEnv* env, jobjectArray a, const char* what, std::vector<std:
 
 // Sampling as dev.pocket.Sampling packs it: floats {temperature, top_p,
 // min_p, repeat_penalty, frequency_penalty, presence_penalty}, ints {top_k,
-// repeat_last_n, max_new_tokens, ignore_eos}, then the seed and the stop
-// strings. `stops` keeps the strings `pointers` points into.
+// repeat_last_n, max_new_tokens, ignore_eos, speculation, max_draft}, then
+// the seed, the stop strings and the lookup text (or null). `stops` and
+// `lookup` keep the strings `raw` points into.
 struct SamplingArgs {
   pocket_sampling raw;
   std::vector<std::string> stops;
   std::vector<const char*> pointers;
+  std::string lookup;
 };
 
 bool ReadSampling(JNIEnv* env, jfloatArray floats, jintArray ints, jlong seed, jobjectArray stops,
-                  SamplingArgs* out) {
+                  jbyteArray lookup, SamplingArgs* out) {
   pocket_sampling_init(&out->raw);
   if (floats == nullptr || ints == nullptr || env->GetArrayLength(floats) != 6 ||
-      env->GetArrayLength(ints) != 4) {
+      env->GetArrayLength(ints) != 6) {
     ThrowPocket(env, POCKET_INTERNAL, "sampling arrays of the wrong size");
     return false;
   }
   jfloat f[6];
-  jint i[4];
+  jint i[6];
   env->GetFloatArrayRegion(floats, 0, 6, f);
-  env->GetIntArrayRegion(ints, 0, 4, i);
+  env->GetIntArrayRegion(ints, 0, 6, i);
   if (!ReadStrings(env, stops, "Sampling.stopStrings", &out->stops)) return false;
+  if (lookup != nullptr && !ReadString(env, lookup, "Sampling.lookupText", &out->lookup)) {
+    return false;
+  }
   pocket_sampling& s = out->raw;
   s.temperature = f[0];
   s.top_p = f[1];
@@ -173,6 +178,9 @@ bool ReadSampling(JNIEnv* env, jfloatArray floats, jintArray ints, jlong seed, j
   s.repeat_last_n = i[1];
   s.max_new_tokens = i[2];
   s.ignore_eos = i[3];
+  s.speculation = i[4];
+  s.max_draft = i[5];
+  s.lookup_text = lookup != nullptr ? out->lookup.c_str() : nullptr;
   s.seed = static_cast<uint64_t>(seed);
   for (const std::string& stop : out->stops) out->pointers.push_back(stop.c_str());
   s.stop_strings = out->pointers.empty() ? nullptr : out->pointers.data();
@@ -325,10 +333,11 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_samplingDefaults(JNIEnv* env, jcla
   pocket_sampling_init(&s);
   const jfloat f[6] = {s.temperature,       s.top_p,           s.min_p, s.repeat_penalty,
                        s.frequency_penalty, s.presence_penalty};
-  const jint i[4] = {s.top_k, s.repeat_last_n, s.max_new_tokens, s.ignore_eos};
+  const jint i[6] = {s.top_k,      s.repeat_last_n, s.max_new_tokens,
+                     s.ignore_eos, s.speculation,   s.max_draft};
   const jlong l[1] = {static_cast<jlong>(s.seed)};
   env->SetFloatArrayRegion(floats, 0, 6, f);
-  env->SetIntArrayRegion(ints, 0, 4, i);
+  env->SetIntArrayRegion(ints, 0, 6, i);
   env->SetLongArrayRegion(longs, 0, 1, l);
 }
 
@@ -535,12 +544,13 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_sessionEval(JNIEnv* env, jclass, j
 JNIEXPORT void JNICALL Java_dev_pocket_Native_generate(JNIEnv* env, jclass, jlong session,
                                                        jbyteArray prompt, jfloatArray floats,
                                                        jintArray ints, jlong seed,
-                                                       jobjectArray stops, jobject call) {
+                                                       jobjectArray stops, jbyteArray lookup,
+                                                       jobject call) {
   try {
     std::string p;
     SamplingArgs sampling;
     if (!ReadString(env, prompt, "prompt", &p)) return;
-    if (!ReadSampling(env, floats, ints, seed, stops, &sampling)) return;
+    if (!ReadSampling(env, floats, ints, seed, stops, lookup, &sampling)) return;
     Stream stream{env, call};
     pocket_generation g;
     pocket_generation_init(&g);
@@ -556,8 +566,8 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_chat(JNIEnv* env, jclass, jlong se
                                                    jobjectArray roles, jobjectArray contents,
                                                    jboolean thinking, jfloatArray floats,
                                                    jintArray ints, jlong seed, jobjectArray stops,
-                                                   jobjectArray tools, jint tool_choice,
-                                                   jobject call) {
+                                                   jbyteArray lookup, jobjectArray tools,
+                                                   jint tool_choice, jobject call) {
   try {
     std::vector<std::string> r, c;
     SamplingArgs sampling;
@@ -567,7 +577,7 @@ JNIEXPORT void JNICALL Java_dev_pocket_Native_chat(JNIEnv* env, jclass, jlong se
       ThrowPocket(env, POCKET_INTERNAL, "chat: as many roles as contents expected");
       return;
     }
-    if (!ReadSampling(env, floats, ints, seed, stops, &sampling)) return;
+    if (!ReadSampling(env, floats, ints, seed, stops, lookup, &sampling)) return;
     if (!ReadTools(env, tools, &tool_args)) return;
     sampling.raw.tools = tool_args.raw.empty() ? nullptr : tool_args.raw.data();
     sampling.raw.n_tools = tool_args.raw.size();

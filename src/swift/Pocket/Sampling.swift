@@ -1,8 +1,22 @@
 import CPocket
 import Foundation
 
+/// Speculative decoding: tokens guessed ahead and verified in one pass over
+/// the weights. The text is the same; only the number of passes changes.
+public enum Speculation: Int32, Sendable {
+  /// Never.
+  case off = 0
+  /// Prompt lookup (guesses from the session's own tokens and `lookupText`)
+  /// on any backend; where a backend rounds a verifying step differently
+  /// from single steps (OpenCL, Metal), a near tie can come out differently.
+  case promptLookup = 1
+  /// The default: prompt lookup where the backend verifies exactly (the
+  /// CPU), plain decoding elsewhere.
+  case auto = 3
+}
+
 /// How the next token is chosen. A new value holds the library's defaults:
-/// greedy decoding with the model's default length.
+/// greedy decoding with the model's default length, speculation `.auto`.
 public struct Sampling: Sendable {
   public var temperature: Float
   public var topK: Int32
@@ -18,6 +32,12 @@ public struct Sampling: Sendable {
   public var ignoreEOS: Bool
   /// Generation ends when one is produced; it is not streamed.
   public var stopStrings: [String]
+  public var speculation: Speculation
+  /// Most tokens guessed per step, 1...15; 0: the library's default (8).
+  public var maxDraft: Int32
+  /// Text prompt lookup also searches: a document the reply quotes, a JSON
+  /// skeleton, the app's UI strings.
+  public var lookupText: String?
 
   public init() {
     var raw = pocket_sampling()
@@ -34,6 +54,9 @@ public struct Sampling: Sendable {
     maxNewTokens = raw.max_new_tokens
     ignoreEOS = raw.ignore_eos != 0
     stopStrings = []
+    speculation = Speculation(rawValue: raw.speculation) ?? .auto
+    maxDraft = raw.max_draft
+    lookupText = nil
   }
 
   /// Calls `body` with the C struct, its stop strings alive for the call.
@@ -51,9 +74,13 @@ public struct Sampling: Sendable {
     raw.seed = seed
     raw.max_new_tokens = maxNewTokens
     raw.ignore_eos = ignoreEOS ? 1 : 0
-    return withCStrings(stopStrings) { stops in
-      raw.stop_strings = stops.isEmpty ? nil : UnsafePointer(stops.baseAddress)
+    raw.speculation = speculation.rawValue
+    raw.max_draft = maxDraft
+    return withCStrings(stopStrings + (lookupText.map { [$0] } ?? [])) { strings in
+      let stops = strings.prefix(stopStrings.count)
+      raw.stop_strings = stops.isEmpty ? nil : UnsafePointer(strings.baseAddress)
       raw.n_stop_strings = stops.count
+      raw.lookup_text = lookupText == nil ? nil : strings[stopStrings.count]
       return body(&raw)
     }
   }

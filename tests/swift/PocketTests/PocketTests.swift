@@ -67,6 +67,26 @@ final class PocketTests: XCTestCase {
     XCTAssertEqual(last.stopReason, .length)
   }
 
+  /// Speculation, on by default (.auto), off, and prompt lookup with a
+  /// lookup text and a short draft, all stream llama2.c's text.
+  func testSpeculationKeepsTheGoldenText() async throws {
+    let model = try loadModel()
+    XCTAssertEqual(Sampling().speculation, .auto)
+    var lookup = Self.greedy(60)
+    lookup.speculation = .promptLookup
+    lookup.maxDraft = 3
+    lookup.lookupText = "she saw a big, red ball. She wanted to play with it"
+    lookup.stopStrings = ["no such text"]
+    var off = Self.greedy(60)
+    off.speculation = .off
+    for sampling in [Self.greedy(60), off, lookup] {
+      let session = try model.makeSession()
+      let text = try await collect(session.generate("Once upon a time", sampling: sampling))
+        .joined()
+      XCTAssertTrue(text.hasPrefix(Self.golden), "\(sampling.speculation): \(text)")
+    }
+  }
+
   func testTokenizeAndDetokenizeRoundTrip() throws {
     let model = try loadModel()
     let ids = try model.tokenize("Once upon a time")

@@ -87,11 +87,12 @@ final class Native {
 
   static native void sessionEval(long session, int[] tokens, float[] logits);
 
+  // lookup: Sampling.lookupText, or null.
   static native void generate(long session, byte[] prompt, float[] floats, int[] ints, long seed,
-      byte[][] stops, Call call);
+      byte[][] stops, byte[] lookup, Call call);
 
   // tools: each tool's name, description and parameters, the last two null where it has none.
   static native void chat(long session, byte[][] roles, byte[][] contents, boolean thinking,
-      float[] floats, int[] ints, long seed, byte[][] stops, byte[][] tools, int toolChoice,
-      Call call);
+      float[] floats, int[] ints, long seed, byte[][] stops, byte[] lookup, byte[][] tools,
+      int toolChoice, Call call);
 }

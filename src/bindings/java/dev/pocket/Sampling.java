@@ -5,7 +5,8 @@ import java.util.List;
 
 /**
  * How to pick tokens (pocket_sampling). A new instance holds the C library's defaults
- * (pocket_sampling_init): greedy decoding with the model's default length. In Kotlin: {@code
+ * (pocket_sampling_init): greedy decoding with the model's default length, speculation AUTO. In
+ * Kotlin: {@code
  * Sampling().apply { temperature = 0.7f; topP = 0.9f; maxNewTokens = 256 }}.
  */
 public final class Sampling {
@@ -32,10 +33,16 @@ public final class Sampling {
   public boolean ignoreEos;
   /** Generation stops when one of these appears; it is not part of the text. */
   public List<String> stopStrings = new ArrayList<>();
+  /** Speculative decoding; AUTO by default. */
+  public Speculation speculation;
+  /** Most tokens guessed per step, 1 to 15; 0 = the library's default (8). */
+  public int maxDraft;
+  /** Text prompt lookup also searches (a document the reply quotes); null = none. */
+  public String lookupText;
 
   public Sampling() {
     float[] f = new float[6];
-    int[] i = new int[4];
+    int[] i = new int[6];
     long[] l = new long[1];
     Native.samplingDefaults(f, i, l);
     temperature = f[0];
@@ -48,6 +55,8 @@ public final class Sampling {
     repeatLastN = i[1];
     maxNewTokens = i[2];
     ignoreEos = i[3] != 0;
+    speculation = Speculation.of(i[4]);
+    maxDraft = i[5];
     seed = l[0];
   }
 
@@ -66,7 +75,14 @@ public final class Sampling {
   }
 
   int[] ints() {
-    return new int[] {topK, repeatLastN, maxNewTokens, ignoreEos ? 1 : 0};
+    if (speculation == null) throw PocketException.invalid("Sampling.speculation is null");
+    return new int[] {
+      topK, repeatLastN, maxNewTokens, ignoreEos ? 1 : 0, speculation.code, maxDraft
+    };
+  }
+
+  byte[] lookup() {
+    return lookupText == null ? null : Native.cString("Sampling.lookupText", lookupText);
   }
 
   byte[][] stops() {

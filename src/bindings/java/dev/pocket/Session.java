@@ -61,12 +61,13 @@ public final class Session implements AutoCloseable {
     float[] floats = s.floats();
     int[] ints = s.ints();
     byte[][] stops = s.stops();
+    byte[] lookup = s.lookup();
     Call call = new Call(callback);
     long h = handle.acquire();
     try {
       begin(call);
       try {
-        Native.generate(h, p, floats, ints, s.seed, stops, call);
+        Native.generate(h, p, floats, ints, s.seed, stops, lookup, call);
       } finally {
         end(call);
       }
@@ -125,12 +126,13 @@ public final class Session implements AutoCloseable {
     float[] floats = s.floats();
     int[] ints = s.ints();
     byte[][] stops = s.stops();
+    byte[] lookup = s.lookup();
     Call call = new Call(callback);
     long h = handle.acquire();
     try {
       begin(call);
       try {
-        Native.chat(h, roles, contents, thinking, floats, ints, s.seed, stops, toolStrings,
+        Native.chat(h, roles, contents, thinking, floats, ints, s.seed, stops, lookup, toolStrings,
             choice.code, call);
       } finally {
         end(call);

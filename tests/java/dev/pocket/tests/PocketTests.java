@@ -9,6 +9,7 @@ import dev.pocket.PocketException;
 import dev.pocket.Sampling;
 import dev.pocket.Session;
 import dev.pocket.SessionOptions;
+import dev.pocket.Speculation;
 import dev.pocket.Status;
 import dev.pocket.StopReason;
 import dev.pocket.TrimLevel;
@@ -142,6 +143,9 @@ public final class PocketTests {
     checkEquals(1.0f, s.repeatPenalty, "repeatPenalty");
     checkEquals(64, s.repeatLastN, "repeatLastN");
     checkEquals(0, s.maxNewTokens, "maxNewTokens");
+    checkEquals(Speculation.AUTO, s.speculation, "speculation");
+    checkEquals(0, s.maxDraft, "maxDraft");
+    checkEquals(null, s.lookupText, "lookupText");
     SessionOptions o = new SessionOptions();
     checkEquals(SessionOptions.KvType.DEFAULT, o.kvType, "kvType");
     checkEquals(300L << 20, o.budgetBytes, "budgetBytes (300 MiB, pocket.h)");
@@ -181,6 +185,43 @@ public final class PocketTests {
       // The last generated token stays pending until the next call feeds it (runtime/generate.h).
       checkEquals(5 + 60 - 1, session.position(), "position");
       check(g.prefillSeconds >= 0 && g.decodeSeconds > 0, "timings");
+    }
+  }
+
+  /**
+   * Speculation by default (AUTO), off, and prompt lookup with a lookup text and short drafts, in
+   * generate and chat: the text is llama2.c's each time; a bad draft length is refused by name.
+   */
+  public static void testSpeculationKeepsTheText() {
+    try (Model model = load()) {
+      Sampling off = Sampling.greedy(60);
+      off.speculation = Speculation.OFF;
+      Sampling lookup = Sampling.greedy(60);
+      lookup.speculation = Speculation.PROMPT_LOOKUP;
+      lookup.maxDraft = 3;
+      lookup.lookupText = "she saw a big, red ball. She wanted to play with it";
+      for (Sampling s : new Sampling[] {Sampling.greedy(60), off, lookup}) {
+        try (Session session = model.newSession()) {
+          Generation g = session.generate("Once upon a time", s);
+          check(g.text.startsWith(GOLDEN), s.speculation + ": \"" + g.text + "\"");
+        }
+      }
+      String[] chats = new String[2];
+      for (int k = 0; k < 2; ++k) {
+        try (Session session = model.newSession()) {
+          Sampling s = k == 0 ? off : lookup;
+          List<Message> turn = List.of(new Message("user", "Once upon a time"));
+          chats[k] = session.chat(turn, false, s, null).text;
+        }
+      }
+      checkEquals(chats[0], chats[1], "chat text with and without speculation");
+      lookup.maxDraft = 16;
+      try (Session session = model.newSession()) {
+        session.generate("Once upon a time", lookup);
+        check(false, "maxDraft 16 should be refused");
+      } catch (PocketException e) {
+        check(e.getMessage().contains("max_draft 16"), e.getMessage());
+      }
     }
   }
 
