@@ -58,7 +58,8 @@ struct GenerateOptions {
   std::vector<grammar::ToolDefinition> tools;
   grammar::ToolChoice tool_choice = grammar::ToolChoice::kAuto;
   // Speculative decoding (speculative.h): the same tokens, fewer passes
-  // over the weights where the drafter guesses well. Off by default.
+  // over the weights where the drafter guesses well. By default prompt
+  // lookup on backends whose batched rows are exact (the CPU).
   SpeculationOptions speculation;
 };
 
