@@ -158,9 +158,11 @@ TEST_F(Speculation, ADraftSessionSharesTheBudget) {
   EXPECT_EQ(fast, plain);
   EXPECT_EQ(result.n_decode_steps, 29 - result.n_accepted);
 
-  EXPECT_EQ(pocket_session_new_draft(target, nullptr, &draft), POCKET_INVALID_ARGUMENT);
-  EXPECT_EQ(pocket_session_new_draft(nullptr, model_, &draft), POCKET_INVALID_ARGUMENT);
+  pocket_session* refused = nullptr;
+  EXPECT_EQ(pocket_session_new_draft(target, nullptr, &refused), POCKET_INVALID_ARGUMENT);
+  EXPECT_EQ(pocket_session_new_draft(nullptr, model_, &refused), POCKET_INVALID_ARGUMENT);
   EXPECT_EQ(pocket_session_new_draft(target, model_, nullptr), POCKET_INVALID_ARGUMENT);
+  EXPECT_EQ(refused, nullptr);
   pocket_session_free(plain_session);
   pocket_session_free(draft);
   pocket_session_free(target);
