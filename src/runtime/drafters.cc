@@ -44,28 +44,22 @@ void PromptLookupDrafter::Draft(const std::vector<int32_t>& sequence, size_t max
 }
 
 bool ModelDrafter::Sync(const std::vector<int32_t>& sequence) {
-  draft_->Truncate(draft_->position() - std::min(guessed_, draft_->position()));
+  draft_->Truncate(draft_->position() - guessed_);
   guessed_ = 0;
-  // Within a generation the sequence only grows; a sliding window makes the
-  // session's tokens differ from it, so the session's own prefix is not the
-  // test.
-  const bool grows = !seen_.empty() && seen_.size() < sequence.size() &&
-                     std::equal(seen_.begin(), seen_.end(), sequence.begin());
+  // A drafter lives for one generation, whose sequence only grows: after
+  // the first call only the new tokens run. (A sliding window makes the
+  // session's tokens differ from the sequence, so its prefix is no test.)
   Status s;
-  if (grows) {
+  if (seen_ > 0 && seen_ < sequence.size()) {
     s = draft_->Eval(
-        std::vector<int32_t>(sequence.begin() + static_cast<long>(seen_.size()), sequence.end()),
+        std::vector<int32_t>(sequence.begin() + static_cast<long>(seen_), sequence.end()),
         LogitsMode::kLast, &logits_);
   } else {
     size_t computed = 0;
     s = draft_->EvalReusingPrefix(sequence, LogitsMode::kLast, &logits_, &computed);
   }
-  if (!s.ok()) {
-    seen_.clear();
-    return false;
-  }
-  seen_ = sequence;
-  return true;
+  seen_ = s.ok() ? sequence.size() : 0;
+  return s.ok();
 }
 
 void ModelDrafter::Draft(const std::vector<int32_t>& sequence, size_t max_tokens,

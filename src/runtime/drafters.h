@@ -63,8 +63,8 @@ class ModelDrafter : public Drafter {
 
   Session* draft_;
   std::vector<float> logits_;
-  std::vector<int32_t> seen_;  // the sequence the session has run
-  size_t guessed_ = 0;         // guesses run after it
+  size_t seen_ = 0;     // tokens of the sequence the session has run
+  size_t guessed_ = 0;  // guesses run after them
 };
 
 // Ok when `draft` can draft for `target`: the same vocabulary, token for

@@ -81,12 +81,10 @@ struct SpeculationOptions {
     off.prompt_lookup = false;
     return off;
   }
-  bool enabled() const {
-    return max_draft > 0 && (prompt_lookup || !lookup_text.empty() || draft_session != nullptr);
-  }
   // Whether a session on `model` speculates with these options.
   bool EnabledOn(const Model& model) const {
-    return enabled() && (!exact_backends_only || model.backend().capabilities().exact_batch_rows);
+    return max_draft > 0 && (prompt_lookup || !lookup_text.empty() || draft_session != nullptr) &&
+           (!exact_backends_only || model.backend().capabilities().exact_batch_rows);
   }
 };
 

@@ -76,10 +76,10 @@ public struct Sampling: Sendable {
     raw.ignore_eos = ignoreEOS ? 1 : 0
     raw.speculation = speculation.rawValue
     raw.max_draft = maxDraft
+    // The stop strings, then the lookup text, in one allocation.
     return withCStrings(stopStrings + (lookupText.map { [$0] } ?? [])) { strings in
-      let stops = strings.prefix(stopStrings.count)
-      raw.stop_strings = stops.isEmpty ? nil : UnsafePointer(strings.baseAddress)
-      raw.n_stop_strings = stops.count
+      raw.stop_strings = stopStrings.isEmpty ? nil : UnsafePointer(strings.baseAddress)
+      raw.n_stop_strings = stopStrings.count
       raw.lookup_text = lookupText == nil ? nil : strings[stopStrings.count]
       return body(&raw)
     }
